@@ -1,0 +1,75 @@
+// Server side of a worker: one long-lived `assay worker` subprocess per GPU (or
+// one GPU-less worker on a machine without a GPU), spoken to over a framed
+// protocol (worker/protocol.h), with heartbeats.
+//
+// A job's timeout, a cancel, a worker crash or hang: the worker's whole process
+// group is killed, the job gets its class (timeout, cancelled, runtime_error
+// with the signal), and the next Run() starts a fresh worker.
+//
+// Thread-safety: one thread drives a WorkerClient at a time (the scheduler's
+// slot thread); Cancel() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace assay {
+
+struct WorkerOptions {
+  std::filesystem::path self_exe;     // the assay binary; started as `assay worker ...`
+  int device = -1;                    // CUDA ordinal; -1 = no GPU
+  std::filesystem::path work_dir;     // per-job temp dirs are made under it
+  int64_t heartbeat_interval_ms = 500;
+  int64_t heartbeat_timeout_ms = 10'000;  // no heartbeat for this long = hung worker
+  int64_t kill_grace_ms = 2'000;          // beyond a job's timeout before the group is killed
+  bool sandbox = true;                    // no network, own temp dir, rlimits for user programs
+};
+
+// One unit of GPU-side work, prepared by the scheduler (artifacts already built).
+struct WorkItem {
+  std::string job_id;
+  nlohmann::json spec;                 // normalized job spec
+  std::filesystem::path artifact;      // cubin / executable from the compile stage, may be empty
+  int64_t timeout_ms = 60'000;         // wall clock for the run phase
+};
+
+struct WorkOutcome {
+  Status status;              // OK or the job's failure class
+  nlohmann::json result;      // fields to merge into the job's result ("program", "timing", ...)
+  bool worker_restarted = false;
+};
+
+class WorkerClient {
+ public:
+  explicit WorkerClient(WorkerOptions options);
+  ~WorkerClient();  // kills the worker's process group and reaps it
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // Starts the worker if it is not running; returns its hello (device info).
+  Result<nlohmann::json> EnsureStarted();
+  // Runs one job to completion. Blocks. Never throws.
+  WorkOutcome Run(const WorkItem& item);
+  // Asks the Run() in progress for job_id to stop; it returns kCancelled.
+  void Cancel(const std::string& job_id);
+  bool alive() const;
+  int64_t restarts() const;   // workers replaced so far
+  const WorkerOptions& options() const { return options_; }
+
+ private:
+  struct Impl;
+  WorkerOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Entry point of `assay worker`: speaks the protocol on fds 3 (in) and 4 (out).
+int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox);
+
+}  // namespace assay
