@@ -1,0 +1,65 @@
+// Child processes, handled the way ninja handles them: each child leads its own
+// process group (so a kill reaches everything it started), stdin from
+// /dev/null unless given, close-on-exec pipes, EINTR retries, output drained
+// while it runs (capped, the rest counted and discarded so the child never
+// blocks on a full pipe), the whole group killed at the deadline, and reaped.
+//
+// Thread-safety: RunProcess may be called concurrently from many threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace assay {
+
+struct SandboxOptions {
+  bool enabled = false;
+  bool no_network = true;                    // new network namespace (loopback only)
+  bool read_only_system = true;              // bubblewrap: / read-only, only work_dir writable
+  std::filesystem::path writable_dir;        // the child's own temp dir
+  int64_t max_file_bytes = 1LL << 30;        // RLIMIT_FSIZE
+  int64_t max_processes = 256;               // RLIMIT_NPROC (per user; best effort)
+  int64_t max_open_files = 1024;             // RLIMIT_NOFILE
+};
+
+struct ProcessOptions {
+  std::vector<std::string> argv;             // argv[0] is looked up in PATH if not absolute
+  std::filesystem::path cwd;                 // empty = inherit
+  std::optional<std::map<std::string, std::string>> env;  // nullopt = inherit the parent's
+  std::string stdin_data;                    // written to the child's stdin, then closed
+  int64_t timeout_ms = 0;                    // 0 = none; past it the process group gets SIGKILL
+  size_t stdout_limit = 1 << 20;             // bytes kept; the rest is counted and dropped
+  size_t stderr_limit = 1 << 20;
+  const std::atomic<bool>* cancel = nullptr; // when it becomes true the group is killed
+  SandboxOptions sandbox;
+};
+
+struct ProcessResult {
+  int exit_code = -1;          // valid when !signaled
+  int signal = 0;              // terminating signal, 0 if exited normally
+  bool timed_out = false;      // killed because of timeout_ms
+  bool cancelled = false;      // killed because *cancel became true
+  std::string stdout_data;
+  std::string stderr_data;
+  uint64_t stdout_bytes = 0;   // total written by the child (may exceed what was kept)
+  uint64_t stderr_bytes = 0;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  int64_t duration_ms = 0;
+};
+
+// Runs a child to completion. Returns Infra if it could not be started
+// (fork/exec failure, missing binary: exit code 127 is reported as Infra with the reason).
+Result<ProcessResult> RunProcess(const ProcessOptions& options);
+
+// "SIGSEGV" for 11, etc.
+std::string SignalName(int sig);
+
+}  // namespace assay
