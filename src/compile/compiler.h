@@ -15,6 +15,11 @@
 
 #include "common/status.h"
 
+// The toolkit root compiled in (CMake cache variable ASSAY_CUDA_ROOT).
+#ifndef ASSAY_CUDA_ROOT
+#define ASSAY_CUDA_ROOT "/usr/local/cuda"
+#endif
+
 namespace assay {
 
 enum class CompileOutputKind {
@@ -42,6 +47,7 @@ struct ResourceUsage {
   int64_t spill_loads = 0;     // [bytes]
   int64_t const_bytes = 0;
   int max_threads_per_block = 0;  // limited by registers on the target arch (and __launch_bounds__)
+  std::string demangled;          // "void scale<float>(float*, int)"; the plain name for extern "C"
 };
 
 struct CompileOutput {
@@ -61,9 +67,14 @@ struct CompileOutput {
 
 struct CompilerOptions {
   std::filesystem::path cache_dir;       // created if missing
-  std::filesystem::path cuda_root = "/usr/local/cuda";
+  std::filesystem::path cuda_root = ASSAY_CUDA_ROOT;
   int64_t timeout_ms = 120'000;          // per compile, nvcc and subprocess mode
   int64_t max_source_bytes = 4 << 20;
+  // CompileIsolated only: run the child under the proc sandbox (no network,
+  // read-only system, only cache_dir writable) when the host supports it.
+  bool sandbox = true;
+  // CompileIsolated only: RLIMIT_AS of the compile child [bytes]; 0 = none.
+  int64_t max_memory_bytes = 8LL << 30;
 };
 
 class Compiler {
@@ -82,7 +93,14 @@ class Compiler {
 };
 
 // Entry point of `assay internal-compile`: reads a request (JSON) on stdin,
-// compiles, writes the CompileOutput (JSON) on stdout. Returns the exit code.
+// compiles, writes the CompileOutput (JSON) on stdout. Returns the exit code:
+// 0 when an output was written (whatever its status), 2 for unreadable input.
+// Applies options.max_memory_bytes to itself (RLIMIT_AS) first.
 int InternalCompileMain(const CompilerOptions& options);
+
+// The arguments CompileIsolated passes after `internal-compile`, for the
+// binary's main to turn back into options: --cache-dir D --cuda-root R
+// --timeout-ms N --max-memory-bytes N. Rejected on anything else.
+Result<CompilerOptions> ParseInternalCompileArgs(const std::vector<std::string>& args);
 
 }  // namespace assay

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +40,10 @@ struct ProcessOptions {
   size_t stderr_limit = 1 << 20;
   const std::atomic<bool>* cancel = nullptr; // when it becomes true the group is killed
   SandboxOptions sandbox;
+  // Called on the calling thread once the child has exec'd, with its pid (which
+  // is also its process group id). Lets a caller publish the pgid so that the
+  // group can be killed from outside (e.g. the worker tells the server).
+  std::function<void(int pid)> on_start;
 };
 
 struct ProcessResult {
@@ -57,6 +62,9 @@ struct ProcessResult {
 
 // Runs a child to completion. Returns Infra if it could not be started
 // (fork/exec failure, missing binary: exit code 127 is reported as Infra with the reason).
+// When the child exits, whatever it left running in its process group is killed.
+// Side effect: SIGPIPE is set to SIG_IGN in the calling process (once), so that a
+// child closing its stdin early cannot kill the server; writes then see EPIPE.
 Result<ProcessResult> RunProcess(const ProcessOptions& options);
 
 // "SIGSEGV" for 11, etc.

@@ -3,7 +3,17 @@
 // same interface for multi-host deployments.
 //
 // Thread-safety: every method may be called concurrently from any thread.
-// Durability: a method that returns OK has committed its transaction.
+// Every read-check-write operation (Transition, CreateJob, RevokeKey, ...) is
+// one transaction, so two threads racing on one job cannot both win: exactly
+// one transition succeeds and the other gets Rejected.
+// The SQLite implementation has ONE writer connection behind a mutex (SQLite
+// allows one writer at a time anyway) and a pool of reader connections; in WAL
+// mode readers see the last committed snapshot and never wait for a writer, so
+// reads are not serialized behind long writes. Blob compression and hashing
+// run outside the writer mutex. Prepared statements are cached per connection.
+// Durability: a method that returns OK has committed its transaction; with the
+// default SqliteOptions (synchronous=FULL) that commit survives a kill -9 of the
+// server and a power loss (docs/store.md).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +21,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -108,11 +120,41 @@ class Store {
   virtual Result<std::string> Authenticate(const std::string& secret) = 0;
 
   virtual Result<StoreStats> Stats() = 0;
+
+  // Admin clean-up. Deletes jobs in a terminal state whose last transition
+  // (updated_ms) is before `unix_ms` [Unix ms], with their events. Unfinished
+  // jobs are never deleted. Returns the number of jobs deleted.
+  virtual Result<int64_t> DeleteJobsBefore(int64_t unix_ms) = 0;
+  // Deletes blobs created before `unix_ms` [Unix ms] whose hash does not occur
+  // anywhere in the spec_json of an unfinished (queued/compiling/running) job.
+  // Finished jobs do not protect their blobs: choose a cutoff at least as old
+  // as the result retention. Returns the number of blobs deleted.
+  virtual Result<int64_t> GarbageCollectBlobs(int64_t unix_ms) = 0;
+};
+
+struct SqliteOptions {
+  // PRAGMA synchronous=FULL: every commit is fsynced, so an accepted job
+  // survives a power loss, not only a process crash. false = NORMAL: faster
+  // commits, still safe against kill -9, but the last commits may be lost
+  // when the machine loses power.
+  bool synchronous_full = true;
+  // How long a write waits for a lock held by ANOTHER process (e.g. a second
+  // `assay` on the same file) before failing with Infra [ms].
+  int busy_timeout_ms = 5000;
+  // Largest blob PutBlob accepts [bytes]; larger ones are Rejected. SQLite
+  // cannot hold one value above 1e9 bytes, so larger settings are clamped.
+  int64_t max_blob_bytes = int64_t{512} << 20;
+  // Reader connections kept open between calls; more are opened on demand.
+  int max_idle_readers = 8;
 };
 
 // Opens (creating if needed) the SQLite store at `path`, in WAL mode, and
 // applies pending schema migrations.
+// Refuses (Infra) a database written by a newer assay (schema version above
+// the ones this build knows).
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::filesystem::path& path);
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::filesystem::path& path,
+                                               const SqliteOptions& options);
 
 // Start-up recovery: a job found compiling or running was interrupted by a
 // crash. It is requeued (attempt counted) while attempts < max_attempts, else

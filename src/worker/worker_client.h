@@ -30,6 +30,7 @@ struct WorkerOptions {
   int64_t heartbeat_timeout_ms = 10'000;  // no heartbeat for this long = hung worker
   int64_t kill_grace_ms = 2'000;          // beyond a job's timeout before the group is killed
   bool sandbox = true;                    // no network, own temp dir, rlimits for user programs
+  int64_t start_timeout_ms = 30'000;      // [ms] for the hello (creating a CUDA context takes seconds)
 };
 
 // One unit of GPU-side work, prepared by the scheduler (artifacts already built).
@@ -43,7 +44,7 @@ struct WorkItem {
 struct WorkOutcome {
   Status status;              // OK or the job's failure class
   nlohmann::json result;      // fields to merge into the job's result ("program", "timing", ...)
-  bool worker_restarted = false;
+  bool worker_restarted = false;  // the worker was killed during this Run; the next one starts a fresh worker
 };
 
 class WorkerClient {
@@ -69,7 +70,7 @@ class WorkerClient {
   std::unique_ptr<Impl> impl_;
 };
 
-// Entry point of `assay worker`: speaks the protocol on fds 3 (in) and 4 (out).
+// Entry point of `assay worker` (`assay worker --device N --work-dir DIR [--no-sandbox]`): speaks the protocol on fds 3 (in) and 4 (out).
 int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox);
 
 }  // namespace assay

@@ -1,0 +1,315 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "spec/job_state.h"
+
+namespace assay {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kRunSecondsKept = 1000;
+
+bool NeedsCompile(JobKind kind) {
+  return kind == JobKind::kCompile || kind == JobKind::kCuda || kind == JobKind::kCudaProgram;
+}
+
+json ResourcesJson(const ResourceUsage& r) {
+  return {{"registers", r.registers},         {"shared_bytes", r.shared_bytes},
+          {"local_bytes", r.local_bytes},     {"spill_stores", r.spill_stores},
+          {"spill_loads", r.spill_loads},     {"const_bytes", r.const_bytes},
+          {"max_threads_per_block", r.max_threads_per_block}};
+}
+
+// The result's `compile` section (docs/result-schema.md).
+json CompileSection(const CompileOutput& out) {
+  json kernels = json::object();
+  for (const auto& [name, usage] : out.kernels) kernels[name] = ResourcesJson(usage);
+  json j = {{"log", SanitizeUtf8(out.log)},      {"arch", out.arch},
+            {"compiler", out.compiler},          {"toolkit_version", out.toolkit_version},
+            {"cache_hit", out.cache_hit},        {"duration_ms", out.duration_ms},
+            {"cache_key", out.cache_key},        {"kernels", kernels}};
+  if (!out.ptx.empty()) j["ptx"] = SanitizeUtf8(out.ptx);
+  if (!out.sass.empty()) j["sass"] = SanitizeUtf8(out.sass);
+  return j;
+}
+
+json ErrorJson(const Status& s) {
+  json e = {{"class", std::string(ErrorClassName(s.error_class()))}, {"message", s.message()}};
+  if (!s.field().empty()) e["field"] = s.field();
+  return e;
+}
+
+JobState TerminalStateFor(const Status& s) {
+  if (s.ok()) return JobState::kDone;
+  if (s.error_class() == ErrorClass::kTimeout) return JobState::kTimedOut;
+  if (s.error_class() == ErrorClass::kCancelled) return JobState::kCancelled;
+  return JobState::kFailed;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Store& store, Compiler& compiler, std::vector<WorkerOptions> workers,
+                     SchedulerOptions options, Listener on_change)
+    : store_(store), compiler_(compiler), options_(std::move(options)), on_change_(std::move(on_change)) {
+  for (auto& w : workers) {
+    auto slot = std::make_unique<Slot>();
+    slot->client = std::make_unique<WorkerClient>(std::move(w));
+    slots_.push_back(std::move(slot));
+  }
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Start() {
+  for (int i = 0; i < std::max(1, options_.compile_threads); ++i)
+    compile_threads_.emplace_back([this] { CompileLoop(); });
+  for (auto& slot : slots_) {
+    Slot* s = slot.get();
+    s->thread = std::thread([this, s] { SlotLoop(s); });
+  }
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && compile_threads_.empty()) return;
+    stopping_ = true;
+    for (auto& slot : slots_)
+      if (!slot->busy_job.empty()) slot->client->Cancel(slot->busy_job);
+  }
+  work_cv_.notify_all();
+  for (auto& t : compile_threads_)
+    if (t.joinable()) t.join();
+  compile_threads_.clear();
+  for (auto& slot : slots_)
+    if (slot->thread.joinable()) slot->thread.join();
+}
+
+void Scheduler::Enqueue(const JobRecord& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.Push(job.key_id, job.id);
+    keys_[job.id] = job.key_id;
+  }
+  work_cv_.notify_all();
+}
+
+void Scheduler::OnCancelled(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.Remove(job_id);
+  keys_.erase(job_id);
+  ready_.erase(std::remove_if(ready_.begin(), ready_.end(),
+                              [&](const ReadyItem& r) { return r.job_id == job_id; }),
+               ready_.end());
+  for (auto& slot : slots_)
+    if (slot->busy_job == job_id) slot->client->Cancel(job_id);
+  // A job being compiled is dropped when its compile ends: its next Transition is refused.
+}
+
+std::optional<int> Scheduler::QueuePosition(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.Position(job_id);
+}
+
+SchedulerStats Scheduler::Stats() {
+  SchedulerStats s;
+  std::lock_guard<std::mutex> lock(mu_);
+  s.queued = queue_.size();
+  s.ready = ready_.size();
+  s.compiling = compiling_;
+  for (auto& slot : slots_) {
+    WorkerSlotStatus w;
+    w.device = slot->client->options().device;
+    w.alive = slot->client->alive();
+    w.busy_job = slot->busy_job;
+    w.restarts = slot->client->restarts();
+    w.jobs_run = slot->jobs_run;
+    s.workers.push_back(w);
+  }
+  s.compile_cache_hits = cache_hits_;
+  s.compile_cache_misses = cache_misses_;
+  s.retries = retries_;
+  s.finished = finished_;
+  s.run_seconds.assign(run_seconds_.begin(), run_seconds_.end());
+  return s;
+}
+
+std::optional<JobRecord> Scheduler::Move(const std::string& job_id, JobState to, TransitionUpdate update) {
+  auto rec = store_.Transition(job_id, to, update);
+  if (!rec.ok()) {
+    // Refused transitions are expected (the job was cancelled meanwhile); others are not.
+    if (rec.status().error_class() != ErrorClass::kRejected)
+      log::Event("job.transition_failed").Kv("job", job_id).Kv("to", JobStateName(to))
+          .Kv("error", rec.status().ToString()).Error();
+    return std::nullopt;
+  }
+  log::Event("job.state").Kv("job", job_id).Kv("state", JobStateName(to))
+      .Kv("class", update.error_class).Info();
+  if (on_change_) on_change_(*rec);
+  return std::move(rec).value();
+}
+
+void Scheduler::CompileLoop() {
+  for (;;) {
+    std::string job_id;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && ready_.size() < options_.max_ready); });
+      if (stopping_) return;
+      job_id = *queue_.Pop();
+      keys_.erase(job_id);
+      ++compiling_;
+    }
+    Prepare(job_id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --compiling_;
+    }
+    work_cv_.notify_all();
+  }
+}
+
+// Takes one job out of the queue: compiles it if needed, then finishes it
+// (compile-only) or queues it for a worker.
+void Scheduler::Prepare(const std::string& job_id) {
+  auto rec = store_.GetJob(job_id);
+  if (!rec.ok() || rec->state != JobState::kQueued) return;  // cancelled while queued
+  json spec = json::parse(rec->spec_json, nullptr, false);
+  json result = {{"schema_version", 1}, {"job_id", job_id}, {"kind", JobKindName(rec->kind)}};
+  if (spec.is_discarded()) {
+    Finish(job_id, Status::Infra("stored spec is not valid JSON"), result, rec->attempts);
+    return;
+  }
+  ReadyItem item;
+  item.job_id = job_id;
+  item.timeout_ms = static_cast<int64_t>(spec.value("timeout_s", 60.0) * 1000);
+
+  if (NeedsCompile(rec->kind)) {
+    if (!Move(job_id, JobState::kCompiling, {.message = "compiling"})) return;
+    CompileRequest req;
+    const json& src = spec.value("source", json::object());
+    if (src.contains("blob")) {
+      auto blob = store_.GetBlob(src["blob"].get<std::string>());
+      if (!blob.ok()) {
+        Finish(job_id, Status::Rejected("source blob: " + blob.status().message(), "source.blob"), result,
+               rec->attempts);
+        return;
+      }
+      req.source = std::move(blob).value();
+    } else {
+      req.source = src.value("text", "");
+    }
+    req.filename = src.value("filename", "kernel.cu");
+    const json& c = spec.value("compile", json::object());
+    req.compiler = c.value("compiler", "nvrtc");
+    req.arch = c.value("arch", "");
+    if (req.arch.empty()) req.arch = options_.default_arch;
+    req.flags = c.value("flags", std::vector<std::string>{});
+    req.want_ptx = c.value("ptx", false);
+    req.want_sass = c.value("sass", false);
+    if (rec->kind == JobKind::kCudaProgram) {
+      req.output = CompileOutputKind::kExecutable;
+      req.compiler = "nvcc";
+    }
+    CompileOutput out = compiler_.CompileIsolated(req, options_.self_exe);
+    (out.cache_hit ? cache_hits_ : cache_misses_)++;
+    result["compile"] = CompileSection(out);
+    if (!out.status.ok()) {
+      Finish(job_id, out.status, result, rec->attempts);
+      return;
+    }
+    if (rec->kind == JobKind::kCompile) {
+      // The module is the product of a compile-only job: keep it downloadable.
+      if (auto cubin = ReadFile(out.artifact); cubin.ok()) {
+        if (auto hash = store_.PutBlob(*cubin); hash.ok()) result["compile"]["cubin_blob"] = *hash;
+      }
+      Finish(job_id, Status::Ok(), result, rec->attempts);
+      return;
+    }
+    item.artifact = out.artifact;
+  }
+  item.spec = std::move(spec);
+  item.result = std::move(result);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.push_back(std::move(item));
+  }
+  work_cv_.notify_all();
+}
+
+void Scheduler::SlotLoop(Slot* slot) {
+  if (auto hello = slot->client->EnsureStarted(); !hello.ok())
+    log::Event("worker.start_failed").Kv("device", slot->client->options().device)
+        .Kv("error", hello.status().ToString()).Error();
+  for (;;) {
+    ReadyItem item;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+      if (stopping_) return;
+      item = std::move(ready_.front());
+      ready_.pop_front();
+      slot->busy_job = item.job_id;
+    }
+    work_cv_.notify_all();  // room in ready_: compiles may continue
+    RunOnWorker(slot, std::move(item));
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->busy_job.clear();
+    ++slot->jobs_run;
+  }
+}
+
+void Scheduler::RunOnWorker(Slot* slot, ReadyItem item) {
+  auto rec = Move(item.job_id, JobState::kRunning,
+                  {.message = "running on device " + std::to_string(slot->client->options().device),
+                   .result_json = item.result.dump()});
+  if (!rec) return;  // cancelled before it started
+  WorkItem work{item.job_id, item.spec, item.artifact, item.timeout_ms};
+  int64_t t0 = MonotonicMs();
+  WorkOutcome outcome = slot->client->Run(work);
+  double secs = (MonotonicMs() - t0) / 1000.0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_seconds_.push_back(secs);
+    if (run_seconds_.size() > kRunSecondsKept) run_seconds_.pop_front();
+  }
+  json result = std::move(item.result);
+  if (outcome.result.is_object())
+    for (auto& [k, v] : outcome.result.items()) result[k] = v;
+  Finish(item.job_id, outcome.status, std::move(result), rec->attempts);
+}
+
+void Scheduler::Finish(const std::string& job_id, const Status& status, json result, int attempts) {
+  if (status.error_class() == ErrorClass::kInfraError && attempts + 1 < options_.max_attempts) {
+    // Our fault: try again, with the reason on record.
+    ++retries_;
+    auto rec = Move(job_id, JobState::kQueued,
+                    {.message = "retrying after infrastructure error: " + status.message(), .count_attempt = true});
+    if (rec) Enqueue(*rec);
+    return;
+  }
+  JobState to = TerminalStateFor(status);
+  result["state"] = JobStateName(to);
+  result["error"] = status.ok() ? json(nullptr) : ErrorJson(status);
+  TransitionUpdate update;
+  update.message = status.ok() ? "done" : status.ToString();
+  update.result_json = result.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!status.ok()) {
+    update.error_class = std::string(ErrorClassName(status.error_class()));
+    update.error_message = status.message();
+  }
+  if (Move(job_id, to, std::move(update))) CountFinished(to, status);
+}
+
+void Scheduler::CountFinished(JobState state, const Status& status) {
+  std::string key(JobStateName(state));
+  if (!status.ok()) key += ":" + std::string(ErrorClassName(status.error_class()));
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_[key];
+}
+
+}  // namespace assay

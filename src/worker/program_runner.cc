@@ -1,0 +1,117 @@
+#include "worker/program_runner.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "proc/subprocess.h"
+
+extern char** environ;
+
+namespace assay {
+namespace {
+
+constexpr int64_t kDefaultOutputLimit = 1 << 20;
+
+std::map<std::string, std::string> ProgramEnv(const RunContext& ctx, const nlohmann::json& program,
+                                              const std::filesystem::path& dir) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env.erase("ASSAY_WORKER_HEARTBEAT_MS");
+  if (auto it = program.find("env"); it != program.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_string()) env[k] = v.get<std::string>();
+    }
+  }
+  // Set last so a spec cannot override them: the program sees only this
+  // worker's GPU, and scratch files (and the CUDA JIT cache under $HOME) land
+  // in the job's own directory.
+  env["CUDA_VISIBLE_DEVICES"] = ctx.device >= 0 ? std::to_string(ctx.device) : "";
+  env["TMPDIR"] = dir.string();
+  env["HOME"] = dir.string();
+  return env;
+}
+
+std::string WithGpuHint(const RunContext& ctx, std::string message) {
+  if (ctx.device < 0) message += "; this worker has no GPU; a program that calls CUDA cannot run here";
+  return message;
+}
+
+}  // namespace
+
+WorkOutcome RunCudaProgram(const RunContext& ctx) {
+  WorkOutcome out;
+  const nlohmann::json& spec = *ctx.spec;
+  const nlohmann::json program = spec.contains("program") && spec["program"].is_object()
+                                     ? spec["program"]
+                                     : nlohmann::json::object();
+  if (ctx.artifact.empty() || access(ctx.artifact.c_str(), X_OK) != 0) {
+    out.status = Status::Infra("the program's executable is missing: '" + ctx.artifact.string() + "'");
+    return out;
+  }
+  auto dir = TempDir::Create("job_" + ctx.job_id + "_", ctx.work_dir);
+  if (!dir.ok()) {
+    out.status = dir.status();
+    return out;
+  }
+
+  ProcessOptions p;
+  p.argv.push_back(std::filesystem::absolute(ctx.artifact).string());
+  if (auto it = program.find("argv"); it != program.end() && it->is_array()) {
+    for (const auto& a : *it) {
+      if (a.is_string()) p.argv.push_back(a.get<std::string>());
+    }
+  }
+  p.cwd = dir->path();
+  p.env = ProgramEnv(ctx, program, dir->path());
+  p.stdin_data = program.value("stdin", std::string());
+  p.timeout_ms = ctx.timeout_ms;
+  p.stdout_limit = static_cast<size_t>(program.value("stdout_limit_bytes", kDefaultOutputLimit));
+  p.stderr_limit = static_cast<size_t>(program.value("stderr_limit_bytes", kDefaultOutputLimit));
+  p.cancel = ctx.cancel;
+  p.sandbox.enabled = ctx.sandbox;
+  p.sandbox.writable_dir = dir->path();
+  // The server kills this group too when it has to kill the worker.
+  p.on_start = [&](int pid) {
+    if (ctx.progress) ctx.progress("running", {{"pgid", pid}});
+  };
+
+  auto r = RunProcess(p);
+  if (ctx.progress) ctx.progress("finished", nlohmann::json::object());
+  if (!r.ok()) {
+    out.status = r.status();
+    return out;
+  }
+  const ProcessResult& pr = *r;
+  out.result["program"] = {
+      {"exit_code", pr.signal == 0 ? nlohmann::json(pr.exit_code) : nlohmann::json(nullptr)},
+      {"signal", pr.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(pr.signal)},
+      {"signal_name", pr.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(SignalName(pr.signal))},
+      {"stdout", SanitizeUtf8(pr.stdout_data)},
+      {"stderr", SanitizeUtf8(pr.stderr_data)},
+      {"stdout_bytes", pr.stdout_bytes},
+      {"stdout_truncated", pr.stdout_truncated},
+      {"stderr_bytes", pr.stderr_bytes},
+      {"stderr_truncated", pr.stderr_truncated},
+      {"duration_ms", pr.duration_ms},
+  };
+  if (pr.cancelled) {
+    out.status = Status::Cancelled("cancelled while the program was running");
+  } else if (pr.timed_out) {
+    out.status = Status::Timeout("program timed out after " + fmt::format("{:g}", ctx.timeout_ms / 1000.0) + " s");
+  } else if (pr.signal != 0) {
+    out.status = Status::RuntimeError(WithGpuHint(ctx, "program killed by " + SignalName(pr.signal)));
+  } else if (pr.exit_code != 0) {
+    out.status = Status::RuntimeError(WithGpuHint(ctx, "program exited with code " + std::to_string(pr.exit_code)));
+  }
+  return out;
+}
+
+}  // namespace assay
