@@ -382,6 +382,8 @@ TEST_F(ApiServerTest, OversizedBodyGets413AndServerKeepsServing) {
     if (reply.find("}}") != std::string::npos) break;
   }
   close(fd);
+  // The body was never read, so the client is told to drop the connection.
+  EXPECT_NE(reply.find("Connection: close"), std::string::npos) << reply;
   EXPECT_NE(reply.find("413"), std::string::npos) << reply;
   EXPECT_NE(reply.find("\"rejected\""), std::string::npos) << reply;
 

@@ -280,6 +280,15 @@ void ApiServer::Impl::Install() {
 
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request.start_ms = MonotonicMs();
+    // Refuse an announced oversized body before reading it (httplib would
+    // otherwise drain it all before answering 413).
+    if (auto length = ParseInt(req.get_header_value("Content-Length"));
+        length && *length > options.max_request_bytes) {
+      SetError(res, Status::Rejected("request body exceeds " + std::to_string(options.max_request_bytes) + " bytes"),
+               413);
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (Authenticate(req, res)) return httplib::Server::HandlerResponse::Unhandled;
     // The body (if any) was not read; closing the connection keeps it from
     // being parsed as the next request.

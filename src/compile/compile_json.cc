@@ -112,7 +112,8 @@ Result<CompileOutput> CompileOutputFromJson(const json& j) {
     o.artifact = j.value("artifact", "");
     o.ptx = j.value("ptx", "");
     o.sass = j.value("sass", "");
-    for (const auto& [name, k] : j.value("kernels", json::object()).items()) {
+    const json kernels = j.value("kernels", json::object());  // outlives the loop
+    for (const auto& [name, k] : kernels.items()) {
       ResourceUsage u;
       u.registers = k.value("registers", 0);
       u.shared_bytes = k.value("shared_bytes", int64_t{0});

@@ -16,6 +16,7 @@
 namespace assay {
 
 Result<PreparedRequest> PrepareRequest(const CompileRequest& request, const CompilerOptions& options) {
+  if (options.cache_dir.empty()) return Status::Infra("CompilerOptions.cache_dir is not set");
   if (request.source.empty()) return Status::Rejected("source is empty", "source");
   if (static_cast<int64_t>(request.source.size()) > options.max_source_bytes) {
     return Status::Rejected("source is " + std::to_string(request.source.size()) + " bytes, over the limit of " +

@@ -39,7 +39,7 @@ std::vector<Section> ReadSections(std::string_view data) {
   std::vector<Section> out;
   auto eh = ReadAt<Elf64_Ehdr>(data, 0);
   if (!eh || !IsElf(data) || eh->e_ident[EI_CLASS] != ELFCLASS64) return out;
-  if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum > 65535) return out;
+  if (eh->e_shentsize != sizeof(Elf64_Shdr)) return out;
   std::vector<Elf64_Shdr> headers;
   for (uint16_t i = 0; i < eh->e_shnum; ++i) {
     auto sh = ReadAt<Elf64_Shdr>(data, eh->e_shoff + uint64_t{i} * sizeof(Elf64_Shdr));

@@ -65,7 +65,7 @@ CompileOutput Compiler::CompileIsolated(const CompileRequest& request, const std
   po.stderr_limit = 1 << 20;
   // nvcc's temporaries go under the cache dir: the one place the sandbox leaves writable.
   std::map<std::string, std::string> env;
-  for (const char* name : {"PATH", "HOME", "LANG", "ASSAY_SANDBOX"}) {
+  for (const char* name : {"PATH", "HOME", "LANG", "LD_LIBRARY_PATH", "ASSAY_SANDBOX"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   env["TMPDIR"] = (cache_dir / "tmp").string();

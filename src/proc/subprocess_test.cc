@@ -34,7 +34,14 @@ ProcessResult MustRun(const ProcessOptions& o) {
   return r.ok() ? r.value() : ProcessResult{};
 }
 
-bool PidAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+// A killed grandchild is re-parented to init, which may take its time to reap
+// it: a zombie counts as dead.
+bool PidAlive(pid_t pid) {
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return false;
+  auto paren = stat->rfind(')');
+  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
+}
 
 static_assert(std::is_nothrow_move_constructible_v<UniqueFd>);
 static_assert(!std::is_copy_constructible_v<UniqueFd>);

@@ -150,6 +150,10 @@ Status ParseReference(const nlohmann::json& v, const std::string& path, const Jo
     return Status::Rejected("a reference cannot have a reference of its own",
                             r->PathOf("reference"));
   if (const auto* e = r->Find("expected")) {
+    if (r->Has("kind"))
+      return Status::Rejected("a reference is either a kernel ('kind', ...) or 'expected' data, "
+                              "not both",
+                              r->PathOf("expected"));
     ASSAY_RETURN_IF_ERROR(r->RejectUnknown({"expected"}));
     std::string epath = r->PathOf("expected");
     if (!e->is_object()) return si::WrongType(*e, epath, "an object {arg: {blob, format}}");

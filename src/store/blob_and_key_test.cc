@@ -118,7 +118,9 @@ TEST_F(BlobAndKeyTest, BigBlobRoundTrips) {
 }
 
 TEST_F(BlobAndKeyTest, BlobAboveTheLimitIsRejected) {
-  Reopen({.max_blob_bytes = 1 << 20});
+  SqliteOptions small;
+  small.max_blob_bytes = 1 << 20;
+  Reopen(small);
   EXPECT_TRUE(store_->PutBlob(std::string(1 << 20, 'x')).ok());
   Result<std::string> r = store_->PutBlob(std::string((1 << 20) + 1, 'y'));
   EXPECT_EQ(r.status().error_class(), ErrorClass::kRejected);
@@ -153,7 +155,9 @@ TEST_F(BlobAndKeyTest, KeysAuthenticateUntilRevoked) {
   EXPECT_TRUE(store_->Authenticate(other->secret).ok());
   EXPECT_TRUE(store_->RevokeKey(k->info.id).ok());  // idempotent
   EXPECT_EQ(store_->RevokeKey("k_nope").error_class(), ErrorClass::kNotFound);
-  for (const ApiKeyInfo& info : *store_->ListKeys()) {
+  Result<std::vector<ApiKeyInfo>> after = store_->ListKeys();
+  ASSERT_TRUE(after.ok());
+  for (const ApiKeyInfo& info : *after) {
     EXPECT_EQ(info.revoked, info.id == k->info.id) << info.name;
   }
 }

@@ -207,14 +207,20 @@ void AcceptedJobsSurviveKill9(const std::filesystem::path& path, const SqliteOpt
   sqlite3_finalize(s);
 }
 
+SqliteOptions FullSync(bool full) {
+  SqliteOptions o;
+  o.synchronous_full = full;
+  return o;
+}
+
 TEST_F(SqliteAdminTest, AcceptedJobsSurviveKill9WithSynchronousFull) {
   store_.reset();  // never carry an open connection across fork()
-  AcceptedJobsSurviveKill9(dir_->path() / "full.db", SqliteOptions{.synchronous_full = true});
+  AcceptedJobsSurviveKill9(dir_->path() / "full.db", FullSync(true));
 }
 
 TEST_F(SqliteAdminTest, AcceptedJobsSurviveKill9WithSynchronousNormal) {
   store_.reset();
-  AcceptedJobsSurviveKill9(dir_->path() / "normal.db", SqliteOptions{.synchronous_full = false});
+  AcceptedJobsSurviveKill9(dir_->path() / "normal.db", FullSync(false));
 }
 
 }  // namespace

@@ -62,8 +62,23 @@ WorkOutcome RunCudaProgram(const RunContext& ctx) {
     return out;
   }
 
+  // The program runs from a copy inside its own directory: the sandbox hides
+  // the host's /tmp (where artifacts may live) and the cached original must
+  // not be modifiable by the job.
+  const std::filesystem::path exe = dir->path() / "program";
+  std::error_code ec;
+  std::filesystem::copy_file(ctx.artifact, exe, ec);
+  if (!ec) {
+    std::filesystem::permissions(exe, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                          std::filesystem::perms::group_exec, ec);
+  }
+  if (ec) {
+    out.status = Status::Infra("cannot copy the program into its job directory: " + ec.message());
+    return out;
+  }
+
   ProcessOptions p;
-  p.argv.push_back(std::filesystem::absolute(ctx.artifact).string());
+  p.argv.push_back(exe.string());
   if (auto it = program.find("argv"); it != program.end() && it->is_array()) {
     for (const auto& a : *it) {
       if (a.is_string()) p.argv.push_back(a.get<std::string>());

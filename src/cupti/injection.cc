@@ -1,0 +1,336 @@
+// libassay_cupti.so: records every kernel, memcpy and memset of a process
+// through CUPTI's Activity API and writes them as JSON at exit.
+//
+// The CUDA driver loads this library into any process that initialises CUDA
+// when CUDA_INJECTION64_PATH names it, and calls InitializeInjection() from
+// inside cuInit. Nothing here may take the host process down: CUPTI itself is
+// dlopen'ed (so a missing or mismatched libcupti becomes {"v":1,"error":...}
+// instead of a failed cuInit), libstdc++ is linked statically with every
+// symbol but InitializeInjection hidden, no exception leaves a callback, and
+// the state is never destroyed (CUPTI's thread may still deliver buffers
+// while static destructors run at exit).
+//
+// Environment:
+//   ASSAY_CUPTI_OUT          the JSON file to write; unset -> do nothing
+//   ASSAY_CUPTI_LIB          path of libcupti to load (default: search, see FindCupti)
+//   ASSAY_CUPTI_MAX_RECORDS  cap on kernel (and on copy) records kept; default 1,000,000
+//
+// See docs/cupti.md for the file format and the ownership rules when several
+// processes of one job initialise CUDA.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "cupti/activity_log.h"
+
+namespace assay::cupti {
+namespace {
+
+constexpr size_t kDefaultMaxRecords = 1000000;
+constexpr size_t kBufferBytes = 8 << 20;  // per CUPTI activity buffer
+constexpr size_t kBufferAlign = 8;        // CUPTI's requirement (ACTIVITY_RECORD_ALIGNMENT)
+
+// The CUPTI entry points we use, resolved with dlsym.
+struct CuptiApi {
+  decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;  // optional
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;                    // optional
+  decltype(&cuptiSubscribe) subscribe = nullptr;                          // optional
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;               // optional
+};
+
+// Process-wide state. Created once in InitializeInjection and never freed,
+// on purpose: see the file comment.
+struct State {
+  explicit State(size_t max_records) : log(max_records) {}
+  ActivityLog log;
+  CuptiApi api;
+  std::string out_path;
+  pid_t pid = 0;
+  std::mutex write_mu;          // serialises file writes
+  bool final_written = false;   // GUARDED_BY(write_mu): snapshots stop after the final write
+};
+State* g_state = nullptr;  // written once, before any callback can run
+
+std::string ResultText(CUptiResult r) {
+  const char* s = nullptr;
+  if (g_state && g_state->api.result_string && g_state->api.result_string(r, &s) == CUPTI_SUCCESS && s) {
+    return s;
+  }
+  return "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+const char* CopyKindName(uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "unknown";
+  }
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_records) {
+  // Owned by CUPTI until BufferCompleted hands it back and frees it.
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;  // size 0: CUPTI drops records (counted as dropped)
+  *max_num_records = 0;                // as many as fit
+}
+
+void Record(const CUpti_Activity* rec) {
+  ActivityLog& log = g_state->log;
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      // Newer CUPTI versions append fields to the kernel record, so the
+      // Kernel10 prefix stays valid for them.
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      KernelRecord r;
+      r.grid[0] = k->gridX;
+      r.grid[1] = k->gridY;
+      r.grid[2] = k->gridZ;
+      r.block[0] = k->blockX;
+      r.block[1] = k->blockY;
+      r.block[2] = k->blockZ;
+      r.static_smem_bytes = k->staticSharedMemory;
+      r.dynamic_smem_bytes = k->dynamicSharedMemory;
+      r.registers = k->registersPerThread;
+      r.stream = k->streamId;
+      r.device = k->deviceId;
+      r.context = k->contextId;
+      r.correlation = k->correlationId;
+      r.start_ns = k->start;
+      r.end_ns = k->end;
+      log.AddKernel(k->name, r);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      log.AddCopy({CopyKindName(m->copyKind), m->bytes, m->streamId, m->deviceId, m->correlationId, m->start,
+                   m->end});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      log.AddCopy({"memset", m->bytes, m->streamId, m->deviceId, m->correlationId, m->start, m->end});
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size) {
+  if (g_state != nullptr && buffer != nullptr) {
+    try {
+      CUpti_Activity* rec = nullptr;
+      while (g_state->api.next_record(buffer, valid_size, &rec) == CUPTI_SUCCESS) Record(rec);
+      size_t dropped = 0;
+      if (g_state->api.dropped_records &&
+          g_state->api.dropped_records(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+        g_state->log.AddDropped(dropped);
+      }
+    } catch (...) {
+    }
+  }
+  std::free(buffer);
+}
+
+// Flushes CUPTI and writes the file. `final` marks the at-exit write; after
+// it, snapshots (context destruction during exit) change nothing.
+void FlushAndWrite(bool final) noexcept {
+  State* s = g_state;
+  if (s == nullptr || ::getpid() != s->pid) return;  // a fork()ed child: not our process to report
+  {
+    std::lock_guard<std::mutex> lock(s->write_mu);
+    if (s->final_written) return;
+  }
+  // Not under write_mu: the flush calls BufferCompleted synchronously.
+  s->api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  std::lock_guard<std::mutex> lock(s->write_mu);
+  if (s->final_written) return;
+  std::string error;
+  if (!s->log.WriteJsonFile(s->out_path, final, &error)) {
+    // Nowhere better to say it: the host's stderr is the only channel left.
+    std::string line = "assay_cupti: " + error + "\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+  }
+  if (final) s->final_written = true;
+}
+
+void AtExit() { FlushAndWrite(true); }
+
+void CUPTIAPI OnCallback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                         const void* /*cbdata*/) {
+  // A snapshot before the context's buffers go away, for processes that
+  // destroy their context and then leave without running at-exit handlers.
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    FlushAndWrite(false);
+  }
+}
+
+// Directory of this library, so a libcupti copied next to it is found first.
+std::string OwnDirectory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&AtExit), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::string path = info.dli_fname;
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// Loads libcupti. A copy already in the process (PyTorch ships one) is
+// reused: two CUPTI instances in one process would fight over the driver.
+void* FindCupti(std::string* tried) {
+  if (const char* forced = std::getenv("ASSAY_CUPTI_LIB"); forced && *forced) {
+    *tried = forced;
+    return ::dlopen(forced, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (void* h = ::dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD)) return h;
+  std::string own = OwnDirectory();
+  const std::string candidates[] = {
+      own.empty() ? std::string() : own + "/libcupti.so.13",
+      "libcupti.so.13",  // LD_LIBRARY_PATH, ld.so.cache
+      "/usr/local/cuda/lib64/libcupti.so.13",
+      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+  };
+  for (const std::string& c : candidates) {
+    if (c.empty()) continue;
+    if (!tried->empty()) *tried += ", ";
+    *tried += c;
+    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  }
+  return nullptr;
+}
+
+template <typename Fn>
+bool Resolve(void* lib, const char* name, Fn* out) {
+  *out = reinterpret_cast<Fn>(::dlsym(lib, name));
+  return *out != nullptr;
+}
+
+// Returns an empty string on success, else why profiling cannot run.
+std::string StartCupti(State* s) {
+  std::string tried;
+  void* lib = FindCupti(&tried);
+  if (lib == nullptr) {
+    const char* why = ::dlerror();
+    return "cannot load libcupti (tried " + tried + "): " + (why ? why : "not found");
+  }
+  CuptiApi& a = s->api;
+  if (!Resolve(lib, "cuptiGetResultString", &a.result_string) ||
+      !Resolve(lib, "cuptiActivityRegisterCallbacks", &a.register_callbacks) ||
+      !Resolve(lib, "cuptiActivityEnable", &a.enable) || !Resolve(lib, "cuptiActivityFlushAll", &a.flush_all) ||
+      !Resolve(lib, "cuptiActivityGetNextRecord", &a.next_record)) {
+    return "libcupti lacks the Activity API entry points";
+  }
+  Resolve(lib, "cuptiActivityGetNumDroppedRecords", &a.dropped_records);
+  Resolve(lib, "cuptiSubscribe_v2", &a.subscribe_v2);
+  Resolve(lib, "cuptiSubscribe", &a.subscribe);
+  Resolve(lib, "cuptiEnableCallback", &a.enable_callback);
+
+  // Subscribe first (CUPTI asks clients to), but only for the context-destroy
+  // snapshot: failing here (another CUPTI client, e.g. Nsight) is not fatal.
+  CUpti_SubscriberHandle sub = nullptr;
+  CUptiResult r = CUPTI_ERROR_NOT_INITIALIZED;
+  if (a.subscribe_v2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "Assay";
+    r = a.subscribe_v2(&sub, &OnCallback, nullptr, &params);
+  } else if (a.subscribe) {
+    r = a.subscribe(&sub, &OnCallback, nullptr);
+  }
+  if (r == CUPTI_SUCCESS && a.enable_callback) {
+    r = a.enable_callback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  }
+  if (r != CUPTI_SUCCESS) s->log.AddWarning("no context-destroy snapshots: " + ResultText(r));
+
+  r = a.register_callbacks(&BufferRequested, &BufferCompleted);
+  if (r != CUPTI_SUCCESS) return "cuptiActivityRegisterCallbacks: " + ResultText(r);
+  r = a.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) return "cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultText(r);
+  if ((r = a.enable(CUPTI_ACTIVITY_KIND_MEMCPY)) != CUPTI_SUCCESS) {
+    s->log.AddWarning("no memcpy records: " + ResultText(r));
+  }
+  if ((r = a.enable(CUPTI_ACTIVITY_KIND_MEMSET)) != CUPTI_SUCCESS) {
+    s->log.AddWarning("no memset records: " + ResultText(r));
+  }
+  return {};
+}
+
+size_t MaxRecords() {
+  const char* v = std::getenv("ASSAY_CUPTI_MAX_RECORDS");
+  if (v == nullptr || *v == '\0') return kDefaultMaxRecords;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  return (end && *end == '\0') ? static_cast<size_t>(n) : kDefaultMaxRecords;
+}
+
+// The first process of a job to initialise CUDA claims ASSAY_CUPTI_OUT by
+// creating it; any other process (a child that inherited the environment)
+// writes `<ASSAY_CUPTI_OUT>.<pid>` instead of overwriting the owner's file.
+std::string ClaimOutput(const std::string& requested) {
+  int fd = ::open(requested.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    return requested;
+  }
+  return requested + "." + std::to_string(::getpid());
+}
+
+void Initialize() {
+  const char* out = std::getenv("ASSAY_CUPTI_OUT");
+  if (out == nullptr || *out == '\0') return;
+  // Leaked on purpose (see the file comment): never destroyed, so no callback
+  // or at-exit handler can ever see a dead object.
+  auto* s = new State(MaxRecords());  // NOLINT(cppcoreguidelines-owning-memory)
+  s->pid = ::getpid();
+  s->out_path = ClaimOutput(out);
+  std::string error = StartCupti(s);
+  if (!error.empty()) {
+    WriteErrorJsonFile(s->out_path, error, nullptr);
+    return;  // g_state stays null: every callback is a no-op
+  }
+  g_state = s;
+  // Until the final write replaces it, the file says "complete": false, so a
+  // process killed before exit is told apart from one that ran no kernels.
+  s->log.WriteJsonFile(s->out_path, false, nullptr);
+  // Keep this library mapped for the life of the process: the at-exit
+  // handler and CUPTI's callbacks point into it.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&AtExit), &info) != 0 && info.dli_fname) {
+    ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  std::atexit(&AtExit);
+}
+
+}  // namespace
+}  // namespace assay::cupti
+
+// Called by the CUDA driver from cuInit, once per process. Returns 1 even
+// when profiling could not start: the host program must run regardless.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  static std::once_flag once;
+  try {
+    std::call_once(once, &assay::cupti::Initialize);
+  } catch (...) {
+  }
+  return 1;
+}

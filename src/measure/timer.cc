@@ -1,0 +1,321 @@
+#include "measure/timer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "gpu/cuda_driver.h"
+#include "gpu/cuda_handles.h"
+#include "measure/blocking_kernel.h"
+#include "measure/helper_kernels.h"
+
+namespace assay {
+namespace {
+
+const CudaDriverApi& Cu() { return **CudaDriver(); }  // REQUIRES: CudaDriver().ok()
+
+// Errors on the measurement stream: the user's kernel faulted, or the context
+// is poisoned by an earlier fault. Both are the job's runtime_error.
+Status Check(CUresult r, const char* call) {
+  return r == CUDA_SUCCESS ? Status::Ok() : CuStatus(ErrorClass::kRuntimeError, r, call);
+}
+
+// NVML clocks-event-reason bits that slow the clocks under load: sw power cap,
+// hw slowdown, sw/hw thermal slowdown, hw power brake. Idle, application-clock
+// settings, sync boost and display clocks are not throttling of a run.
+constexpr uint64_t kThrottleMask = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
+
+bool Throttled(const std::optional<GpuTelemetry>& t) {
+  return t && t->throttle_reasons && (*t->throttle_reasons & kThrottleMask) != 0;
+}
+
+double WallMs(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// The blocking kernel waits at most this long for the host to queue a batch.
+// A batch is at most kMaxBatch samples; queueing one takes well under 10 ms.
+constexpr double kBlockingTimeoutMs = 1000;
+
+// Owns a captured graph and its executable instance.
+struct CapturedGraph {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CapturedGraph() = default;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    if (exec) Cu().cuGraphExecDestroy(exec);
+    if (graph) Cu().cuGraphDestroy(graph);
+  }
+};
+
+class KernelTimerImpl final : public KernelTimer {
+ public:
+  KernelTimerImpl(GpuInfo gpu, HelperKernels helpers, Stream stream, DeviceBuffer flush,
+                  BlockingKernel blocking, std::vector<Event> starts, std::vector<Event> stops)
+      : gpu_(std::move(gpu)), helpers_(std::move(helpers)), stream_(std::move(stream)),
+        flush_(std::move(flush)), blocking_(std::move(blocking)), starts_(std::move(starts)),
+        stops_(std::move(stops)) {}
+
+  CUstream stream() const override { return stream_.get(); }
+
+  Result<TimingResult> Measure(const LaunchFn& launch, const TimingOptions& options) override {
+    if (Status s = Validate(options); !s.ok()) return s;
+    TimingResult r;
+    r.mode = options.mode;
+    Status s = MeasureInto(launch, options, r);
+    if (!s.ok()) {
+      // Never leave work pending: release a held stream and wait it out. The
+      // sync's own error (the sticky fault again) adds nothing to `s`.
+      blocking_.Release();
+      Cu().cuStreamSynchronize(stream_.get());
+      return s;
+    }
+    return r;
+  }
+
+ private:
+  static Status Validate(const TimingOptions& o) {
+    if (o.min_samples < 1) return Status::Rejected("timing.min_samples must be >= 1", "timing.min_samples");
+    if (o.max_samples < o.min_samples)
+      return Status::Rejected("timing.max_samples must be >= timing.min_samples", "timing.max_samples");
+    if (!(o.noise_target >= 0)) return Status::Rejected("timing.noise_target must be >= 0", "timing.noise_target");
+    if (!(o.time_budget_ms >= 0)) return Status::Rejected("timing.time_budget_ms must be >= 0", "timing.time_budget_ms");
+    if (!(o.warmup_ms >= 0)) return Status::Rejected("timing.warmup_ms must be >= 0", "timing.warmup_ms");
+    return Status::Ok();
+  }
+
+  std::optional<GpuTelemetry> ReadTelemetry() {
+    auto nvml = Nvml();
+    if (!nvml.ok()) return std::nullopt;
+    auto t = (*nvml)->Read(gpu_.uuid);
+    if (!t.ok()) return std::nullopt;
+    return *t;
+  }
+
+  Status EnqueueFlush(int i) {
+    // Alternate the byte so no layer can skip a write of unchanged data.
+    return Check(Cu().cuMemsetD8Async(flush_.get(), static_cast<unsigned char>(i & 1), flush_.size(), stream_.get()),
+                 "cuMemsetD8Async(L2 flush)");
+  }
+
+  Status Record(CUevent e) { return Check(Cu().cuEventRecord(e, stream_.get()), "cuEventRecord"); }
+
+  Result<double> Elapsed(int pair) {
+    float ms = 0;
+    if (Status s = Check(Cu().cuEventElapsedTime(&ms, starts_[pair].get(), stops_[pair].get()), "cuEventElapsedTime");
+        !s.ok())
+      return s;
+    return static_cast<double>(ms);
+  }
+
+  Status Sync() { return Check(Cu().cuStreamSynchronize(stream_.get()), "cuStreamSynchronize"); }
+
+  // Captures `launch` into a graph on our stream. A failure inside the capture
+  // still ends it, so the stream leaves capture mode.
+  Status Capture(const LaunchFn& launch, CapturedGraph& g) {
+    ASSAY_RETURN_IF_ERROR(
+        Check(Cu().cuStreamBeginCapture(stream_.get(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture"));
+    Status ls = launch(stream_.get());
+    CUresult er = Cu().cuStreamEndCapture(stream_.get(), &g.graph);
+    if (!ls.ok()) return ls;
+    if (er != CUDA_SUCCESS) return CuStatus(ErrorClass::kLaunchError, er, "cuStreamEndCapture (launch not capturable)");
+    if (CUresult r = Cu().cuGraphInstantiateWithFlags(&g.exec, g.graph, 0); r != CUDA_SUCCESS)
+      return CuStatus(ErrorClass::kLaunchError, r, "cuGraphInstantiateWithFlags");
+    return Status::Ok();
+  }
+
+  // Time-based warm-up, one synchronised run at a time; also estimates the
+  // device time of one sample (flush included when `cold`).
+  Status Warmup(const LaunchFn& run, bool cold, const TimingOptions& o, TimingResult& r, double* per_sample_ms) {
+    std::vector<double> kernel_ms, flush_ms;
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+      if (cold) {
+        ASSAY_RETURN_IF_ERROR(Record(starts_[0].get()));
+        ASSAY_RETURN_IF_ERROR(EnqueueFlush(r.warmup_runs));
+        ASSAY_RETURN_IF_ERROR(Record(stops_[0].get()));
+      }
+      ASSAY_RETURN_IF_ERROR(Record(starts_[1].get()));
+      ASSAY_RETURN_IF_ERROR(run(stream_.get()));
+      ASSAY_RETURN_IF_ERROR(Record(stops_[1].get()));
+      ASSAY_RETURN_IF_ERROR(Sync());
+      auto k = Elapsed(1);
+      if (!k.ok()) return k.status();
+      kernel_ms.push_back(*k);
+      if (cold) {
+        auto f = Elapsed(0);
+        if (!f.ok()) return f.status();
+        flush_ms.push_back(*f);
+      }
+      ++r.warmup_runs;
+    } while (WallMs(t0) < o.warmup_ms);
+    r.warmup_ms = WallMs(t0);
+    // The median of the later half: the first runs carry lazy module loading.
+    auto tail = [](const std::vector<double>& v) {
+      return Median(std::span<const double>(v).subspan(v.size() / 2));
+    };
+    *per_sample_ms = tail(kernel_ms) + (cold ? tail(flush_ms) : 0.0);
+    return Status::Ok();
+  }
+
+  // One batch of `n` samples queued behind the blocking kernel.
+  Status RunBatch(const LaunchFn& run, bool cold, int n, TimingResult& r) {
+    ASSAY_RETURN_IF_ERROR(blocking_.Enqueue(stream_.get(), kBlockingTimeoutMs));
+    for (int i = 0; i < n; ++i) {
+      if (cold) ASSAY_RETURN_IF_ERROR(EnqueueFlush(i));
+      ASSAY_RETURN_IF_ERROR(Record(starts_[i].get()));
+      ASSAY_RETURN_IF_ERROR(run(stream_.get()));
+      ASSAY_RETURN_IF_ERROR(Record(stops_[i].get()));
+    }
+    blocking_.Release();
+    ASSAY_RETURN_IF_ERROR(Sync());
+    if (blocking_.TimedOut()) ++r.blocking_timeouts;
+    for (int i = 0; i < n; ++i) {
+      auto ms = Elapsed(i);
+      if (!ms.ok()) return ms.status();
+      r.samples_ms.push_back(*ms);
+    }
+    ++r.batches;
+    return Status::Ok();
+  }
+
+  // The samples the statistics use: the non-throttled ones when at least
+  // min_samples of them remain, else all.
+  std::vector<double> UsedSamples(const TimingResult& r, int min_samples, bool* dropped) const {
+    std::vector<double> clean;
+    for (size_t i = 0; i < r.samples_ms.size(); ++i)
+      if (!r.throttled[i]) clean.push_back(r.samples_ms[i]);
+    *dropped = clean.size() < r.samples_ms.size() && static_cast<int>(clean.size()) >= min_samples;
+    return *dropped ? clean : r.samples_ms;
+  }
+
+  Status MeasureInto(const LaunchFn& launch, const TimingOptions& o, TimingResult& r) {
+    std::vector<std::string> notes;
+    std::optional<GpuTelemetry> before = ReadTelemetry();
+    r.has_telemetry = before.has_value();
+    if (before) r.telemetry_before = *before;
+    else notes.push_back("NVML telemetry unavailable: throttling not checked");
+
+    const bool cold = o.mode == TimingMode::kCold || (o.mode == TimingMode::kGraph && o.graph_cold);
+    if (cold) {
+      r.l2_flush_bytes = static_cast<double>(flush_.size());
+      if (gpu_.max_persisting_l2_bytes > 0) {
+        if (CUresult e = Cu().cuCtxResetPersistingL2Cache(); e != CUDA_SUCCESS)
+          notes.push_back("cuCtxResetPersistingL2Cache failed: " + CuResultName(e));
+      }
+    }
+
+    CapturedGraph graph;
+    LaunchFn run = launch;
+    if (o.mode == TimingMode::kGraph) {
+      ASSAY_RETURN_IF_ERROR(Capture(launch, graph));
+      run = [exec = graph.exec](CUstream s) {
+        return Check(Cu().cuGraphLaunch(exec, s), "cuGraphLaunch");
+      };
+    }
+
+    double per_sample_ms = 0;
+    ASSAY_RETURN_IF_ERROR(Warmup(run, cold, o, r, &per_sample_ms));
+
+    const StopRule rule{o.min_samples, o.max_samples, o.noise_target, o.time_budget_ms};
+    std::optional<GpuTelemetry> prev = before;
+    const auto t0 = std::chrono::steady_clock::now();
+    StopDecision decision = StopDecision::kContinue;
+    bool dropped = false;
+    while (decision == StopDecision::kContinue) {
+      const int taken = static_cast<int>(r.samples_ms.size());
+      const int n = PlanBatch(rule, per_sample_ms, taken, WallMs(t0));
+      ASSAY_RETURN_IF_ERROR(RunBatch(run, cold, n, r));
+      // A batch counts as throttled when the reading just before it was queued
+      // or the one just after it finished reports a throttle reason.
+      std::optional<GpuTelemetry> after = r.has_telemetry ? ReadTelemetry() : std::nullopt;
+      const bool throttled = Throttled(prev) || Throttled(after);
+      r.throttled.insert(r.throttled.end(), n, throttled);
+      if (after) prev = after;
+      std::vector<double> used = UsedSamples(r, o.min_samples, &dropped);
+      r.stats = ComputeStats(used);
+      decision = DecideStop(rule, r.stats.samples, static_cast<int>(r.samples_ms.size()), r.stats.noise, WallMs(t0));
+    }
+    r.sampling_ms = WallMs(t0);
+    r.stats.converged = decision == StopDecision::kConverged;
+    r.stop_reason = std::string(StopDecisionName(decision));
+    r.throttled_samples = static_cast<int>(std::count(r.throttled.begin(), r.throttled.end(), true));
+
+    if (std::optional<GpuTelemetry> after = ReadTelemetry()) r.telemetry_after = *after;
+    if (r.throttled_samples > 0) {
+      notes.push_back(std::to_string(r.throttled_samples) + " throttled samples " +
+                      (dropped ? "dropped from the statistics"
+                               : "kept in the statistics (fewer than min_samples were not throttled)"));
+    }
+    if (r.blocking_timeouts > 0)
+      notes.push_back(std::to_string(r.blocking_timeouts) +
+                      " batches outran the blocking kernel's timeout: host launch latency may be in their samples");
+    if (!r.stats.converged)
+      notes.push_back("noise target not met (" + r.stop_reason + ")");
+    for (size_t i = 0; i < notes.size(); ++i) r.notes += (i ? "; " : "") + notes[i];
+    return Status::Ok();
+  }
+
+  GpuInfo gpu_;
+  HelperKernels helpers_;
+  Stream stream_;
+  DeviceBuffer flush_;
+  BlockingKernel blocking_;
+  std::vector<Event> starts_, stops_;  // the ring: one pair per sample of a batch
+};
+
+}  // namespace
+
+std::string_view TimingModeName(TimingMode m) {
+  switch (m) {
+    case TimingMode::kCold: return "cold";
+    case TimingMode::kHot: return "hot";
+    case TimingMode::kGraph: return "graph";
+  }
+  return "?";
+}
+
+Result<TimingMode> ParseTimingMode(std::string_view name) {
+  if (name == "cold") return TimingMode::kCold;
+  if (name == "hot") return TimingMode::kHot;
+  if (name == "graph") return TimingMode::kGraph;
+  return Status::Rejected("timing mode must be cold, hot or graph, not '" + std::string(name) + "'", "timing.mode");
+}
+
+Result<std::unique_ptr<KernelTimer>> KernelTimer::Create(const GpuInfo& gpu) {
+  return Create(gpu, DefaultMeasureCacheDir());
+}
+
+Result<std::unique_ptr<KernelTimer>> KernelTimer::Create(const GpuInfo& gpu, const std::filesystem::path& cache_dir) {
+  auto drv = CudaDriver();
+  if (!drv.ok()) return drv.status();
+  auto helpers = LoadHelperKernels(gpu, cache_dir);
+  if (!helpers.ok()) return helpers.status();
+  auto stream = Stream::Create();
+  if (!stream.ok()) return stream.status();
+  // Twice the L2, so every line a kernel left behind is evicted whatever the
+  // replacement policy does with the first pass. 32 MiB when the driver reports
+  // no L2 size.
+  const size_t flush_bytes = gpu.l2_bytes > 0 ? static_cast<size_t>(2 * gpu.l2_bytes) : (32u << 20);
+  auto flush = DeviceBuffer::Create(flush_bytes);
+  if (!flush.ok()) return flush.status();
+  auto blocking = BlockingKernel::Create(helpers->blocking);
+  if (!blocking.ok()) return blocking.status();
+  std::vector<Event> starts, stops;
+  for (int i = 0; i < kMaxBatch; ++i) {
+    auto a = Event::Create();
+    if (!a.ok()) return a.status();
+    auto b = Event::Create();
+    if (!b.ok()) return b.status();
+    starts.push_back(std::move(*a));
+    stops.push_back(std::move(*b));
+  }
+  return std::unique_ptr<KernelTimer>(
+      std::make_unique<KernelTimerImpl>(gpu, std::move(*helpers), std::move(*stream), std::move(*flush),
+                                        std::move(*blocking), std::move(starts), std::move(stops)));
+}
+
+}  // namespace assay
