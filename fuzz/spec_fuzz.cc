@@ -50,6 +50,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)assay::EvalExpr(text, kVars);
 
   assay::Result<nlohmann::json> spec = assay::SpecFromSourceFile(text, "fuzz.cu");
-  if (spec.ok()) RoundTrip(spec->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (spec.ok()) RoundTrip(spec->dump());
   return 0;
 }

@@ -177,6 +177,14 @@ void ActivityLog::AddDropped(uint64_t count) noexcept {
   dropped_ += count;
 }
 
+void ActivityLog::SetCuptiLibrary(const std::string& path) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    cupti_lib_ = path;
+  } catch (...) {
+  }
+}
+
 void ActivityLog::AddWarning(const std::string& warning) noexcept {
   try {
     std::lock_guard<std::mutex> lock(mu_);
@@ -198,7 +206,8 @@ bool ActivityLog::WriteJsonFile(const std::string& path, bool complete, std::str
         [&](FdWriter& w) {
           w << "{\"v\":1,\"pid\":" << static_cast<int64_t>(::getpid())
             << ",\"complete\":" << (complete ? "true" : "false") << ",\"max_records\":"
-            << static_cast<uint64_t>(max_records_) << ",\n\"names\":[";
+            << static_cast<uint64_t>(max_records_) << ",\"cupti_lib\":" << JsonQuote(cupti_lib_)
+            << ",\n\"names\":[";
           for (size_t i = 0; i < names_.size(); ++i) {
             w << (i ? ",\n" : "\n") << "{\"name\":" << JsonQuote(names_[i]);
             if (mangled_[i] != names_[i]) w << ",\"mangled\":" << JsonQuote(mangled_[i]);

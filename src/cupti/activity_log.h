@@ -65,6 +65,8 @@ class ActivityLog {
   void AddCopy(const CopyRecord& record) noexcept;
   // Records CUPTI reports as dropped (its buffers were full).
   void AddDropped(uint64_t count) noexcept;
+  // Which libcupti was loaded (a path), written as "cupti_lib".
+  void SetCuptiLibrary(const std::string& path) noexcept;
   // A non-fatal problem worth reporting ("memset activity unavailable: ...").
   void AddWarning(const std::string& warning) noexcept;
 
@@ -87,6 +89,7 @@ class ActivityLog {
   std::vector<KernelRecord> kernels_;
   std::vector<CopyRecord> copies_;
   std::vector<std::string> warnings_;
+  std::string cupti_lib_;
   uint64_t dropped_ = 0;
   uint64_t invalid_ = 0;
   uint64_t truncated_kernels_ = 0;

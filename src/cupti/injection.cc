@@ -240,6 +240,10 @@ std::string StartCupti(State* s) {
       !Resolve(lib, "cuptiActivityGetNextRecord", &a.next_record)) {
     return "libcupti lacks the Activity API entry points";
   }
+  Dl_info where{};
+  if (dladdr(reinterpret_cast<void*>(a.enable), &where) != 0 && where.dli_fname) {
+    s->log.SetCuptiLibrary(where.dli_fname);
+  }
   Resolve(lib, "cuptiActivityGetNumDroppedRecords", &a.dropped_records);
   Resolve(lib, "cuptiSubscribe_v2", &a.subscribe_v2);
   Resolve(lib, "cuptiSubscribe", &a.subscribe);
@@ -327,9 +331,12 @@ void Initialize() {
 // Called by the CUDA driver from cuInit, once per process. Returns 1 even
 // when profiling could not start: the host program must run regardless.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  static std::once_flag once;
+  // An atomic flag rather than std::call_once, whose template instantiation
+  // would be an exported weak symbol that could bind to the host's copy.
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return 1;
   try {
-    std::call_once(once, &assay::cupti::Initialize);
+    assay::cupti::Initialize();
   } catch (...) {
   }
   return 1;

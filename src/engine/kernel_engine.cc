@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "engine/correctness_check.h"
 #include "engine/engine_timing.h"
 #include "engine/helper_kernels.h"

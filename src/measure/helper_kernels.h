@@ -4,6 +4,7 @@
 //   assay_blocking_kernel  holds a stream until the host releases a flag
 //   assay_peak_copy        float4 device-to-device copy (DRAM bandwidth peak)
 //   assay_peak_fma         independent FP32 FMA chains (FP32 throughput peak)
+//   assay_empty            an empty kernel (the timer's fixed event overhead)
 //
 // Thread-safety: a HelperKernels value is used by one thread.
 // REQUIRES: the device's primary context is current.
@@ -28,6 +29,8 @@ struct HelperKernels {
   CUfunction copy = nullptr;
   // (float* out, int iterations, float seed); 8 chains of `iterations` FMAs per thread.
   CUfunction fma = nullptr;
+  // (); does nothing: the fixed cost of event timing around a launch.
+  CUfunction empty = nullptr;
 };
 inline constexpr int kFmaChains = 8;
 

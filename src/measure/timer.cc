@@ -63,8 +63,10 @@ class KernelTimerImpl final : public KernelTimer {
 
   Result<TimingResult> Measure(const LaunchFn& launch, const TimingOptions& options) override {
     if (Status s = Validate(options); !s.ok()) return s;
+    if (Status s = MeasureOverheadOnce(); !s.ok()) return s;
     TimingResult r;
     r.mode = options.mode;
+    r.event_overhead_ms = *overhead_ms_;
     Status s = MeasureInto(launch, options, r);
     if (!s.ok()) {
       // Never leave work pending: release a held stream and wait it out. The
@@ -77,6 +79,30 @@ class KernelTimerImpl final : public KernelTimer {
   }
 
  private:
+  // The empty kernel's median, hot, once per timer (~20 ms).
+  Status MeasureOverheadOnce() {
+    if (overhead_ms_) return Status::Ok();
+    CUfunction empty = helpers_.empty;
+    LaunchFn launch = [empty](CUstream s) {
+      return Check(Cu().cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr), "cuLaunchKernel(empty)");
+    };
+    TimingOptions o;
+    o.mode = TimingMode::kHot;
+    o.min_samples = 100;
+    o.max_samples = 300;
+    o.time_budget_ms = 20;
+    o.warmup_ms = 5;
+    TimingResult r;
+    Status s = MeasureInto(launch, o, r);
+    if (!s.ok()) {
+      blocking_.Release();
+      Cu().cuStreamSynchronize(stream_.get());
+      return s;
+    }
+    overhead_ms_ = r.stats.median_ms;
+    return Status::Ok();
+  }
+
   static Status Validate(const TimingOptions& o) {
     if (o.min_samples < 1) return Status::Rejected("timing.min_samples must be >= 1", "timing.min_samples");
     if (o.max_samples < o.min_samples)
@@ -265,6 +291,7 @@ class KernelTimerImpl final : public KernelTimer {
   DeviceBuffer flush_;
   BlockingKernel blocking_;
   std::vector<Event> starts_, stops_;  // the ring: one pair per sample of a batch
+  std::optional<double> overhead_ms_;  // MeasureOverheadOnce
 };
 
 }  // namespace

@@ -63,6 +63,10 @@ struct TimingResult {
   int blocking_timeouts = 0;        // batches whose blocking kernel gave up waiting (see docs)
   int throttled_samples = 0;        // count of true in `throttled`
   double sampling_ms = 0;           // wall time of the sampling phase
+  // Median event-to-event time of an empty kernel on this timer's stream (hot,
+  // measured once per KernelTimer) [ms]: the fixed cost of event timing that
+  // every sample includes (~3 us on an H200). Reported, never subtracted.
+  double event_overhead_ms = 0;
 };
 
 // Enqueues exactly one execution of the code under test on `stream`.

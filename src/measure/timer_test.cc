@@ -103,15 +103,23 @@ class TimerTest : public ::testing::Test {
   Gpu* gpu_ = nullptr;
 };
 
+// Every event-timed sample carries a fixed offset: the event records and the
+// launch around the kernel (~3 us on an H200, reported as event_overhead_ms,
+// measured on an empty kernel). The spin's known length is checked against
+// median - event_overhead_ms, within 2 % plus 0.5 us for the timers' steps
+// (%globaltimer ticks, 32 ns event steps) and the ~0.35 us run-to-run jitter
+// seen on an H200. The offset itself must stay under 5 us.
 void ExpectSpinWithin2Percent(KernelTimer& timer, CUfunction spin, double known_ms, TimingMode mode) {
   TimingOptions o;
   o.mode = mode;
   auto r = timer.Measure(SpinLaunch(spin, static_cast<unsigned long long>(known_ms * 1e6)), o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  std::printf("spin %.3f ms (%s): median %.5f ms, min %.5f, noise %.5f, samples %d, notes: %s\n", known_ms,
-              std::string(TimingModeName(mode)).c_str(), r->stats.median_ms, r->stats.min_ms, r->stats.noise,
-              r->stats.samples, r->notes.c_str());
-  EXPECT_NEAR(r->stats.median_ms, known_ms, 0.02 * known_ms);
+  std::printf("spin %.3f ms (%s): median %.5f ms, overhead %.5f ms, min %.5f, noise %.5f, samples %d, notes: %s\n",
+              known_ms, std::string(TimingModeName(mode)).c_str(), r->stats.median_ms, r->event_overhead_ms,
+              r->stats.min_ms, r->stats.noise, r->stats.samples, r->notes.c_str());
+  EXPECT_GT(r->event_overhead_ms, 0.0);
+  EXPECT_LT(r->event_overhead_ms, 0.005);
+  EXPECT_NEAR(r->stats.median_ms - r->event_overhead_ms, known_ms, 0.02 * known_ms + 0.0005);
   EXPECT_EQ(r->mode, mode);
 }
 

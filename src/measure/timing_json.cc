@@ -34,6 +34,7 @@ nlohmann::json ToJson(const TimingResult& r) {
       {"batches", r.batches},
       {"blocking_timeouts", r.blocking_timeouts},
       {"sampling_ms", r.sampling_ms},
+      {"event_overhead_ms", r.event_overhead_ms},
       {"l2_flush_bytes", static_cast<int64_t>(r.l2_flush_bytes)},
       {"telemetry",
        {{"before", r.has_telemetry ? ToJson(r.telemetry_before) : nlohmann::json()},

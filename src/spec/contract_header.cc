@@ -41,6 +41,23 @@ std::string ParseReason(const std::string& what) {
   return what;
 }
 
+// 1-based line of the first invalid UTF-8 sequence, or 0 if the text is valid.
+// (Overlong forms and surrogates are not singled out: the JSON layer rejects
+// nothing else, and the compiler reads bytes.)
+int FirstBadUtf8Line(std::string_view s) {
+  int line = 1;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return line;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return line;
+    if (c == '\n') ++line;
+    i += len;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Result<nlohmann::json> ExtractContractHeader(std::string_view source) {
@@ -134,6 +151,10 @@ Result<nlohmann::json> SpecFromSourceFile(std::string_view source, std::string_v
     if (has_header) spec["kind"] = "cuda";
     else if (HasMainFunction(source)) spec["kind"] = "cuda_program";
   }
+  if (int line = FirstBadUtf8Line(source))
+    return Status::Rejected("line " + std::to_string(line) +
+                                ": the file is not UTF-8 text (send binaries as blob or base64)",
+                            "source.text");
   spec["source"] = {{"text", std::string(source)}};
   if (!filename.empty()) spec["source"]["filename"] = std::string(filename);
   return spec;

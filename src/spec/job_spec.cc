@@ -157,7 +157,9 @@ Status ParseReference(const nlohmann::json& v, const std::string& path, const Jo
     ASSAY_RETURN_IF_ERROR(r->RejectUnknown({"expected"}));
     std::string epath = r->PathOf("expected");
     if (!e->is_object()) return si::WrongType(*e, epath, "an object {arg: {blob, format}}");
-    for (const auto& [name, ref] : e->items()) {
+    for (const auto& item : e->items()) {
+      const std::string& name = item.key();
+      const nlohmann::json& ref = item.value();
       std::string p = si::FieldPath(epath, name);
       auto arg = std::find_if(job.args.begin(), job.args.end(),
                               [&](const ArgSpec& a) { return a.name == name; });

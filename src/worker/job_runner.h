@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct RunContext {
   std::string job_id;
   const nlohmann::json* spec = nullptr;     // the normalized job spec (never null)
   std::filesystem::path artifact;           // from the compile stage; may be empty
+  std::filesystem::path reference_artifact; // the reference kernel's module; may be empty
+  std::map<std::string, std::filesystem::path> blob_files;  // blob hash -> file with its bytes
   int64_t timeout_ms = 0;                   // [ms] wall clock for the run phase
   int device = -1;                          // CUDA ordinal of this worker; -1 = no GPU
   std::filesystem::path work_dir;           // make per-job temp dirs under it

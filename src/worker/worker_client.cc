@@ -228,6 +228,10 @@ WorkOutcome WorkerClient::Run(const WorkItem& item) {
   run["job_id"] = item.job_id;
   run["spec"] = item.spec;
   run["artifact"] = item.artifact.string();
+  run["reference_artifact"] = item.reference_artifact.string();
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& [hash, path] : item.blob_files) files[hash] = path.string();
+  run["blob_files"] = files;
   run["timeout_ms"] = item.timeout_ms;
   if (Status s = WriteFrame(w.to_worker.get(), Frame{std::move(run), {}}, kWriteTimeoutMs); !s.ok()) {
     w.KillAndReap();
@@ -296,11 +300,23 @@ WorkOutcome WorkerClient::Run(const WorkItem& item) {
     } else if (*type == "result" && m.value("job_id", "") == item.job_id) {
       w.program_pgid = 0;
       if (m.contains("result") && m["result"].is_object()) out.result = m["result"];
+      // The payload is the named blobs back to back, as listed in "blobs".
+      size_t offset = 0;
+      for (const auto& b : m.value("blobs", nlohmann::json::array())) {
+        size_t size = b.value("size", size_t{0});
+        if (offset + size > frame->payload.size()) break;
+        out.blobs[b.value("name", "")] = frame->payload.substr(offset, size);
+        offset += size;
+      }
       Status status = StatusFromJson(m.value("status", nlohmann::json()));
       if (cancel_deadline >= 0 && status.error_class() != ErrorClass::kCancelled) {
         status = Status::Cancelled("cancelled");
       }
-      return finish(std::move(status), false);
+      // A worker whose CUDA context is lost says so and exits; reap it now so
+      // the next job starts a fresh one instead of writing into a dying pipe.
+      bool exiting = m.value("exiting", false);
+      if (exiting) w.KillAndReap();
+      return finish(std::move(status), exiting);
     }
     // heartbeats (and stale messages of an earlier job) only prove the worker is alive.
   }

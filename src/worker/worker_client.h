@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -38,12 +39,21 @@ struct WorkItem {
   std::string job_id;
   nlohmann::json spec;                 // normalized job spec
   std::filesystem::path artifact;      // cubin / executable from the compile stage, may be empty
+  std::filesystem::path reference_artifact;  // the reference kernel's module, when it has one
+  // Uploaded data the spec refers to, materialized as files: blob hash -> path.
+  std::map<std::string, std::filesystem::path> blob_files;
   int64_t timeout_ms = 60'000;         // wall clock for the run phase
 };
 
 struct WorkOutcome {
   Status status;              // OK or the job's failure class
   nlohmann::json result;      // fields to merge into the job's result ("program", "timing", ...)
+  // Named binary outputs (e.g. "outputs/y.npy" -> bytes); the scheduler stores
+  // them as blobs. Travel as the result frame's payload.
+  std::map<std::string, std::string> blobs;
+  // Set by a runner whose job left the worker unusable (a sticky CUDA error):
+  // the worker reports the job, then exits; the next job gets a fresh worker.
+  bool exit_worker = false;
   bool worker_restarted = false;  // the worker was killed during this Run; the next one starts a fresh worker
 };
 

@@ -177,6 +177,9 @@ class Worker {
     ctx.job_id = job_id;
     ctx.spec = &spec;
     ctx.artifact = msg.value("artifact", "");
+    ctx.reference_artifact = msg.value("reference_artifact", "");
+    for (const auto& [hash, path] : msg.value("blob_files", nlohmann::json::object()).items())
+      ctx.blob_files[hash] = path.get<std::string>();
     ctx.timeout_ms = msg.value("timeout_ms", int64_t{60'000});
     ctx.device = device_;
     ctx.work_dir = work_dir_;
@@ -205,12 +208,33 @@ class Worker {
     m["job_id"] = job_id;
     m["status"] = StatusToJson(outcome.status);
     m["result"] = outcome.result.is_null() ? nlohmann::json::object() : outcome.result;
+    std::string payload;
+    nlohmann::json blobs = nlohmann::json::array();
+    for (auto& [name, bytes] : outcome.blobs) {
+      if (payload.size() + bytes.size() > kMaxFramePayloadBytes) break;  // listed blobs only
+      blobs.push_back({{"name", name}, {"size", bytes.size()}});
+      payload += bytes;
+    }
+    m["blobs"] = blobs;
+    m["exiting"] = outcome.exit_worker;
     {
       std::lock_guard<std::mutex> lock(mu_);
       busy_job_.clear();
     }
-    log::Event("worker.job.end").Kv("job", job_id).Kv("class", ErrorClassName(outcome.status.error_class())).Info();
-    return Send(std::move(m)).ok();
+    log::Event("worker.job.end").Kv("job", job_id).Kv("class", ErrorClassName(outcome.status.error_class()))
+        .Kv("exit_worker", outcome.exit_worker).Info();
+    Status sent;
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      sent = WriteFrame(kOutFd, Frame{std::move(m), std::move(payload)});
+    }
+    if (outcome.exit_worker) {
+      // The CUDA context is unusable: report, then make way for a fresh worker.
+      log::Event("worker.exit_after_job").Kv("job", job_id).Kv("reason", outcome.status.message()).Warn();
+      std::fflush(nullptr);
+      _exit(0);
+    }
+    return sent.ok();
   }
 
   const int device_;
