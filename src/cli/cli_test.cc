@@ -31,7 +31,7 @@ TEST(FormatTest, CompileResultShowsResourceTableAndLog) {
                                     "max_threads_per_block": 1024}}},
     "program": null, "timing": null, "outputs": {}})");
   std::string text = FormatResult(r);
-  EXPECT_TRUE(Contains(text, "Compile (nvrtc, sm_90, CUDA 13.0, 41.50 ms)")) << text;
+  EXPECT_TRUE(Contains(text, "Compile (nvrtc, sm_90, CUDA 13.0, 41.5 ms)")) << text;
   EXPECT_TRUE(Contains(text, "registers")) << text;
   EXPECT_TRUE(Contains(text, "add  ")) << text;
   EXPECT_TRUE(Contains(text, "48.0 KiB")) << text;

@@ -87,7 +87,7 @@ class InjectionTest : public ::testing::Test {
     for (auto& [k, v] : extra_env) env[k] = v;
     p.env = std::move(env);
     p.cwd = dir_->path();
-    p.timeout_ms = 120000;  // a deadlock in the injection must fail, not hang
+    p.timeout_ms = 45000;  // a deadlock in the injection must fail, not hang
     p.sandbox.enabled = sandbox;
     p.sandbox.writable_dir = dir_->path();
     auto r = RunProcess(p);

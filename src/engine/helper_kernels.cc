@@ -246,6 +246,8 @@ constexpr uint32_t kThreads = 256;
 
 }  // namespace
 
+std::string_view HelperKernelSource() { return kHelperSource; }
+
 double CompareStats::max_abs() const { return std::bit_cast<double>(max_abs_bits); }
 double CompareStats::max_rel() const { return std::bit_cast<double>(max_rel_bits); }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 
 #include "common/status.h"
 #include "gpu/cuda_handles.h"
@@ -35,6 +36,10 @@ struct CompareStats {
   double max_abs() const;
   double max_rel() const;
 };
+
+// The CUDA source of the helpers (extern "C" kernels assay_generate,
+// assay_poison, assay_checksum, assay_compare), for tests and docs.
+std::string_view HelperKernelSource();
 
 class HelperKernels {
  public:

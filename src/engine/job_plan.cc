@@ -70,7 +70,9 @@ Result<JobPlan> PlanJob(const KernelJobInput& input) {
   limits.max_spec_bytes = SIZE_MAX;
   limits.max_elements_per_tensor = INT64_MAX;
   limits.max_total_bytes = INT64_MAX;
-  auto parsed = ParseJobSpecJson(input.spec, limits);
+  // Through the text form, so numbers have the types a parsed document has
+  // (the spec parser reads a seed of 42 built in C++ as signed and refuses it).
+  auto parsed = ParseJobSpec(input.spec.dump(), limits);
   if (!parsed.ok()) return parsed.status();
   JobPlan plan;
   plan.spec = std::move(*parsed);

@@ -173,72 +173,120 @@ void Scheduler::CompileLoop() {
   }
 }
 
-// Takes one job out of the queue: compiles it if needed, then finishes it
-// (compile-only) or queues it for a worker.
+// Takes one job out of the queue: compiles what needs compiling, gathers the
+// data the worker needs, then finishes the job (compile-only) or queues it for a worker.
 void Scheduler::Prepare(const std::string& job_id) {
   auto rec = store_.GetJob(job_id);
   if (!rec.ok() || rec->state != JobState::kQueued) return;  // cancelled while queued
-  json spec = json::parse(rec->spec_json, nullptr, false);
   json result = {{"schema_version", 1}, {"job_id", job_id}, {"kind", JobKindName(rec->kind)}};
-  if (spec.is_discarded()) {
-    Finish(job_id, Status::Infra("stored spec is not valid JSON"), result, rec->attempts);
+  auto spec = ParseJobSpec(rec->spec_json);
+  if (!spec.ok()) {
+    Finish(job_id, Status::Infra("stored spec no longer parses: " + spec.status().ToString()), result,
+           rec->attempts);
     return;
   }
   ReadyItem item;
   item.job_id = job_id;
-  item.timeout_ms = static_cast<int64_t>(spec.value("timeout_s", 60.0) * 1000);
+  item.timeout_ms = static_cast<int64_t>(spec->timeout_s * 1000);
 
-  if (NeedsCompile(rec->kind)) {
-    if (!Move(job_id, JobState::kCompiling, {.message = "compiling"})) return;
-    CompileRequest req;
-    const json& src = spec.value("source", json::object());
-    if (src.contains("blob")) {
-      auto blob = store_.GetBlob(src["blob"].get<std::string>());
-      if (!blob.ok()) {
-        Finish(job_id, Status::Rejected("source blob: " + blob.status().message(), "source.blob"), result,
-               rec->attempts);
-        return;
-      }
-      req.source = std::move(blob).value();
-    } else {
-      req.source = src.value("text", "");
-    }
-    req.filename = src.value("filename", "kernel.cu");
-    const json& c = spec.value("compile", json::object());
-    req.compiler = c.value("compiler", "nvrtc");
-    req.arch = c.value("arch", "");
-    if (req.arch.empty()) req.arch = options_.default_arch;
-    req.flags = c.value("flags", std::vector<std::string>{});
-    req.want_ptx = c.value("ptx", false);
-    req.want_sass = c.value("sass", false);
-    if (rec->kind == JobKind::kCudaProgram) {
-      req.output = CompileOutputKind::kExecutable;
-      req.compiler = "nvcc";
-    }
-    CompileOutput out = compiler_.CompileIsolated(req, options_.self_exe);
-    (out.cache_hit ? cache_hits_ : cache_misses_)++;
-    result["compile"] = CompileSection(out);
-    if (!out.status.ok()) {
-      Finish(job_id, out.status, result, rec->attempts);
-      return;
-    }
-    if (rec->kind == JobKind::kCompile) {
-      // The module is the product of a compile-only job: keep it downloadable.
-      if (auto cubin = ReadFile(out.artifact); cubin.ok()) {
-        if (auto hash = store_.PutBlob(*cubin); hash.ok()) result["compile"]["cubin_blob"] = *hash;
-      }
-      Finish(job_id, Status::Ok(), result, rec->attempts);
-      return;
-    }
-    item.artifact = out.artifact;
+  const bool compiles = NeedsCompile(rec->kind) ||
+                        (spec->reference && spec->reference->kernel && NeedsCompile(spec->reference->kernel->kind));
+  if (compiles && !Move(job_id, JobState::kCompiling, {.message = "compiling"})) return;
+  auto module = BuildModule(*spec, rec->kind, &result["compile"]);
+  if (!module.ok()) {
+    Finish(job_id, module.status(), result, rec->attempts);
+    return;
   }
-  item.spec = std::move(spec);
+  if (result["compile"].is_null()) result.erase("compile");
+  if (rec->kind == JobKind::kCompile) {
+    // The module is the product of a compile-only job: keep it downloadable.
+    if (auto cubin = ReadFile(*module); cubin.ok()) {
+      if (auto hash = store_.PutBlob(*cubin); hash.ok()) result["compile"]["cubin_blob"] = *hash;
+    }
+    Finish(job_id, Status::Ok(), result, rec->attempts);
+    return;
+  }
+  item.artifact = *module;
+  if (spec->reference && spec->reference->kernel) {
+    auto ref = BuildModule(*spec->reference->kernel, spec->reference->kernel->kind, &result["reference_compile"]);
+    if (result["reference_compile"].is_null()) result.erase("reference_compile");
+    if (!ref.ok()) {
+      Status s = ref.status();
+      // The reference is the user's too, but say which of the two failed.
+      Finish(job_id, Status(s.error_class(), "reference: " + s.message(), s.field()), result, rec->attempts);
+      return;
+    }
+    item.reference_artifact = *ref;
+  }
+  // Uploaded inputs and expected outputs travel to the worker as files.
+  std::vector<std::string> hashes;
+  for (const auto& a : spec->args)
+    if (a.init && a.init->kind == InitSpec::Kind::kBlob) hashes.push_back(a.init->blob.hash);
+  if (spec->reference)
+    for (const auto& [name, ref] : spec->reference->expected) hashes.push_back(ref.hash);
+  for (const auto& h : hashes) {
+    auto path = MaterializeBlob(h);
+    if (!path.ok()) {
+      Finish(job_id, path.status(), result, rec->attempts);
+      return;
+    }
+    item.blob_files[h] = *path;
+  }
+  item.spec = json::parse(rec->spec_json, nullptr, false);
   item.result = std::move(result);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_.push_back(std::move(item));
   }
   work_cv_.notify_all();
+}
+
+Result<std::filesystem::path> Scheduler::BuildModule(const KernelSpec& kernel, JobKind job_kind, json* section) {
+  std::string bytes;
+  if (kernel.source.form == SourceSpec::Form::kBlob) {
+    auto blob = store_.GetBlob(kernel.source.blob);
+    if (!blob.ok()) return Status::Rejected("source blob: " + blob.status().message(), "source.blob");
+    bytes = std::move(blob).value();
+  } else {
+    bytes = kernel.source.data;
+  }
+  if (!NeedsCompile(kernel.kind)) {
+    // cubin / ptx / fatbin: the module is the upload itself.
+    auto path = options_.files_dir / ("module-" + Sha256Hex(bytes));
+    if (!std::filesystem::exists(path)) ASSAY_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+    return path;
+  }
+  CompileRequest req;
+  req.source = std::move(bytes);
+  if (!kernel.source.filename.empty()) req.filename = kernel.source.filename;
+  CompileSpec c = kernel.compile.value_or(CompileSpec{});
+  req.compiler = c.compiler;
+  req.arch = c.arch.empty() ? options_.default_arch : c.arch;
+  req.flags = c.flags;
+  req.want_ptx = c.ptx;
+  req.want_sass = c.sass;
+  if (job_kind == JobKind::kCudaProgram) {
+    req.output = CompileOutputKind::kExecutable;
+    req.compiler = "nvcc";
+  }
+  CompileOutput out = compiler_.CompileIsolated(req, options_.self_exe);
+  (out.cache_hit ? cache_hits_ : cache_misses_)++;
+  *section = CompileSection(out);
+  if (!out.status.ok()) return out.status;
+  return out.artifact;
+}
+
+Result<std::filesystem::path> Scheduler::MaterializeBlob(const std::string& hash) {
+  auto path = options_.files_dir / ("blob-" + hash);
+  if (std::filesystem::exists(path)) return path;
+  auto data = store_.GetBlob(hash);
+  if (!data.ok()) {
+    if (data.status().error_class() == ErrorClass::kNotFound)
+      return Status::Rejected("blob " + hash + " was never uploaded", "args");
+    return data.status();
+  }
+  ASSAY_RETURN_IF_ERROR(WriteFileAtomic(path, *data));
+  return path;
 }
 
 void Scheduler::SlotLoop(Slot* slot) {
@@ -268,7 +316,13 @@ void Scheduler::RunOnWorker(Slot* slot, ReadyItem item) {
                   {.message = "running on device " + std::to_string(slot->client->options().device),
                    .result_json = item.result.dump()});
   if (!rec) return;  // cancelled before it started
-  WorkItem work{item.job_id, item.spec, item.artifact, item.timeout_ms};
+  WorkItem work;
+  work.job_id = item.job_id;
+  work.spec = item.spec;
+  work.artifact = item.artifact;
+  work.reference_artifact = item.reference_artifact;
+  work.blob_files = item.blob_files;
+  work.timeout_ms = item.timeout_ms;
   int64_t t0 = MonotonicMs();
   WorkOutcome outcome = slot->client->Run(work);
   double secs = (MonotonicMs() - t0) / 1000.0;
@@ -280,6 +334,14 @@ void Scheduler::RunOnWorker(Slot* slot, ReadyItem item) {
   json result = std::move(item.result);
   if (outcome.result.is_object())
     for (auto& [k, v] : outcome.result.items()) result[k] = v;
+  // Outputs the job asked for become downloadable blobs.
+  for (const auto& [name, bytes] : outcome.blobs) {
+    auto hash = store_.PutBlob(bytes);
+    if (hash.ok())
+      result["outputs"][name] = {{"blob", *hash}, {"format", "npy"}, {"bytes", bytes.size()}};
+    else
+      result["outputs"][name] = {{"error", hash.status().message()}};
+  }
   Finish(item.job_id, outcome.status, std::move(result), rec->attempts);
 }
 

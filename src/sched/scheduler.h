@@ -29,6 +29,7 @@
 
 #include "compile/compiler.h"
 #include "sched/fair_queue.h"
+#include "spec/job_spec.h"
 #include "store/store.h"
 #include "worker/worker_client.h"
 
@@ -40,6 +41,7 @@ struct SchedulerOptions {
   int max_attempts = 2;             // runs of a job; infra errors are retried up to this
   std::string default_arch = "sm_90";  // when the spec names none and there is no GPU
   size_t max_ready = 16;            // compiled jobs waiting for a worker (backpressure on compiles)
+  std::filesystem::path files_dir;  // modules and uploaded data materialized for workers
 };
 
 struct WorkerSlotStatus {
@@ -92,6 +94,8 @@ class Scheduler {
     nlohmann::json spec;
     nlohmann::json result;           // result document so far (compile section)
     std::filesystem::path artifact;
+    std::filesystem::path reference_artifact;
+    std::map<std::string, std::filesystem::path> blob_files;
     int64_t timeout_ms = 0;
   };
   struct Slot {
@@ -104,6 +108,11 @@ class Scheduler {
   void CompileLoop();
   void SlotLoop(Slot* slot);
   void Prepare(const std::string& job_id);
+  // Compiles (kind cuda / compile / cuda_program) or materializes (cubin, ptx,
+  // fatbin) one kernel's module; `section` receives the compile report.
+  Result<std::filesystem::path> BuildModule(const KernelSpec& kernel, JobKind job_kind, nlohmann::json* section);
+  // Writes a blob's bytes to files_dir (once) and returns the path.
+  Result<std::filesystem::path> MaterializeBlob(const std::string& hash);
   void RunOnWorker(Slot* slot, ReadyItem item);
   // Ends the job (or requeues it when an infra error may be retried).
   void Finish(const std::string& job_id, const Status& status, nlohmann::json result, int attempts);

@@ -99,6 +99,8 @@ int ServeMain(const ServeOptions& options) {
   sopts.compile_threads = options.compile_threads > 0 ? options.compile_threads
                                                       : static_cast<int>(std::thread::hardware_concurrency());
   sopts.max_attempts = options.max_attempts;
+  sopts.files_dir = options.data_dir / "files";
+  std::filesystem::create_directories(sopts.files_dir, ec);
   if (!inv.gpus.empty()) sopts.default_arch = inv.gpus[0].arch();
 
   JobServiceImpl service(**store, inv, ServerCapabilities(inv));

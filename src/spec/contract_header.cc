@@ -41,18 +41,32 @@ std::string ParseReason(const std::string& what) {
   return what;
 }
 
-// 1-based line of the first invalid UTF-8 sequence, or 0 if the text is valid.
-// (Overlong forms and surrogates are not singled out: the JSON layer rejects
-// nothing else, and the compiler reads bytes.)
+// 1-based line of the first invalid UTF-8 sequence (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or 0 if the text is valid.
+// The same rules as the JSON layer, which refuses to write anything else.
 int FirstBadUtf8Line(std::string_view s) {
   int line = 1;
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (c < 0x80) {
+      if (c == '\n') ++line;
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
     if (len == 0 || i + len > s.size()) return line;
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return line;
-    if (c == '\n') ++line;
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return line;
+    }
     i += len;
   }
   return 0;
@@ -119,6 +133,8 @@ Result<nlohmann::json> ExtractContractHeader(std::string_view source) {
   } catch (const nlohmann::json::parse_error& e) {
     size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     return Status::Rejected(LineMsg(body.LineAt(byte), "invalid JSON: " + ParseReason(e.what())));
+  } catch (const nlohmann::json::exception& e) {  // e.g. out_of_range: a number too large
+    return Status::Rejected(LineMsg(body.first_line, "invalid JSON: " + ParseReason(e.what())));
   }
   if (!j.is_object())
     return Status::Rejected(LineMsg(body.first_line, "the header must be a JSON object {...}"));

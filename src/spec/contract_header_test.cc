@@ -63,6 +63,10 @@ TEST(ContractHeaderTest, ErrorsNameTheLine) {
   EXPECT_NE(r.status().message().find("line 3"), std::string::npos);
   EXPECT_NE(r.status().message().find("never closed"), std::string::npos);
 
+  r = ExtractContractHeader("\n/* assay: {\"a\": 1e99999} */");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
+
   r = ExtractContractHeader("/* assay: [1, 2] */");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("JSON object"), std::string::npos);
@@ -84,6 +88,19 @@ TEST(ContractHeaderTest, TooDeepIsRejected) {
   auto r = ExtractContractHeader(src);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("deeper"), std::string::npos);
+}
+
+TEST(ContractHeaderTest, SpecFromSourceFileRejectsNonUtf8) {
+  for (std::string bad : {std::string("int x;\n\xff\n"), std::string("int x;\n\xe0\x92\x9e"),
+                          std::string("int x;\n\xed\xa0\x80"), std::string("int x;\n\xc3")}) {
+    auto r = SpecFromSourceFile(bad, "k.cu");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().field(), "source.text");
+    EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
+  }
+  auto ok = SpecFromSourceFile("// \xc3\xa9t\xc3\xa9 \xf0\x9f\x9a\x80\nint main() {}", "k.cu");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_NO_THROW(ok->dump());
 }
 
 TEST(ContractHeaderTest, DetectsMain) {

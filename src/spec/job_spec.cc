@@ -346,7 +346,7 @@ Result<JobSpec> ParseJobSpec(std::string_view json_text, const SpecLimits& limit
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999)
     return Status::Rejected(std::string("the job spec is not valid JSON: ") + e.what(), "");
   }
   return ParseJobSpecJson(doc, limits);

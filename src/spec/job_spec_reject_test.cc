@@ -183,7 +183,7 @@ TEST(JobSpecRejectTest, UnknownNameListsTheScalars) {
 
 TEST(JobSpecRejectTest, BadDocumentsHaveNoField) {
   for (std::string text : {std::string("{"), std::string("[1, 2]"), std::string("null"),
-                           std::string("\"cuda\""), std::string(100, '[') + std::string(100, ']')}) {
+                           std::string("\"cuda\""), std::string("{\"timeout_s\": 1e999}"), std::string(100, '[') + std::string(100, ']')}) {
     Result<JobSpec> r = ParseJobSpec(text);
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.status().error_class(), ErrorClass::kRejected);

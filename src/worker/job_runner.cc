@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include "worker/kernel_runner.h"
 #include "worker/program_runner.h"
 
 namespace assay {
@@ -30,7 +31,10 @@ std::vector<std::string> RegisteredJobKinds() {
 
 void RegisterBuiltinJobRunners() {
   static std::once_flag once;
-  std::call_once(once, [] { RegisterJobRunner("cuda_program", RunCudaProgram); });
+  std::call_once(once, [] {
+    RegisterJobRunner("cuda_program", RunCudaProgram);
+    for (const char* kind : {"cuda", "cubin", "ptx", "fatbin"}) RegisterJobRunner(kind, RunKernelJob);
+  });
 }
 
 }  // namespace assay

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "cupti/kernel_report.h"
 #include "proc/subprocess.h"
 
 extern char** environ;
@@ -37,6 +38,16 @@ std::map<std::string, std::string> ProgramEnv(const RunContext& ctx, const nlohm
   env["TMPDIR"] = dir.string();
   env["HOME"] = dir.string();
   return env;
+}
+
+// The CUPTI injection library that records every kernel a program launches
+// (src/cupti), installed next to the assay binary; empty when absent.
+std::filesystem::path CuptiLibrary() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  auto lib = self.parent_path() / "libassay_cupti.so";
+  return std::filesystem::exists(lib, ec) ? lib : std::filesystem::path();
 }
 
 std::string WithGpuHint(const RunContext& ctx, std::string message) {
@@ -86,6 +97,19 @@ WorkOutcome RunCudaProgram(const RunContext& ctx) {
   }
   p.cwd = dir->path();
   p.env = ProgramEnv(ctx, program, dir->path());
+  // Per-kernel GPU times: the driver loads the injection library into the
+  // program. It is copied into the job directory so any sandbox can read it.
+  const std::filesystem::path cupti_out = dir->path() / "cupti.json";
+  bool profiled = false;
+  if (auto lib = CuptiLibrary(); ctx.device >= 0 && !lib.empty()) {
+    auto local = dir->path() / "libassay_cupti.so";
+    std::filesystem::copy_file(lib, local, ec);
+    if (!ec) {
+      (*p.env)["CUDA_INJECTION64_PATH"] = local.string();
+      (*p.env)["ASSAY_CUPTI_OUT"] = cupti_out.string();
+      profiled = true;
+    }
+  }
   p.stdin_data = program.value("stdin", std::string());
   p.timeout_ms = ctx.timeout_ms;
   p.stdout_limit = static_cast<size_t>(program.value("stdout_limit_bytes", kDefaultOutputLimit));
@@ -117,6 +141,7 @@ WorkOutcome RunCudaProgram(const RunContext& ctx) {
       {"stderr_truncated", pr.stderr_truncated},
       {"duration_ms", pr.duration_ms},
   };
+  if (profiled) AttachKernelReport(cupti_out, &out.result["program"]);
   if (pr.cancelled) {
     out.status = Status::Cancelled("cancelled while the program was running");
   } else if (pr.timed_out) {
