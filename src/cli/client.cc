@@ -39,9 +39,20 @@ ApiClient::~ApiClient() = default;
 
 namespace {
 
+std::string Describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "connection failed (nothing listening, or host unreachable)";
+    case httplib::Error::ConnectionTimeout: return "connection timed out";
+    case httplib::Error::Read: return "connection lost while reading the reply";
+    case httplib::Error::Write: return "connection lost while sending the request";
+    case httplib::Error::SSLConnection: return "TLS handshake failed";
+    default: return httplib::to_string(e);
+  }
+}
+
 Result<HttpReply> ToReply(const std::string& server, httplib::Result res) {
   if (!res) {
-    return Status::Infra("cannot reach the Assay server at " + server + ": " + httplib::to_string(res.error()) +
+    return Status::Infra("cannot reach the Assay server at " + server + ": " + Describe(res.error()) +
                          " (is `assay serve` running? set --server or ASSAY_SERVER)");
   }
   return HttpReply{res->status, res->body, res->get_header_value("Content-Type")};
