@@ -9,10 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#include <httplib.h>
+#include "api/http.h"
 
 namespace assay::testing {
 

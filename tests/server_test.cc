@@ -11,10 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#include <httplib.h>
+#include "api/http.h"
 
 #include "common/util.h"
 #include "gpu/devices.h"
@@ -45,6 +42,7 @@ const char* kSleep = "#include <unistd.h>\nint main(){ sleep(60); return 0; }\n"
 
 class ServerTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }  // a refused upload must not kill us
   void SetUp() override {
     auto d = TempDir::Create("assay-it-");
     ASSERT_TRUE(d.ok());
@@ -223,9 +221,11 @@ TEST_F(ServerTest, BadRequestsAreRejectedAndServerStaysUp) {
   r = server_->Post("/v1/jobs", R"({"schema_version":1,"kind":"compile","source":{"text":"x"},"timeout_s":-1})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["field"], "timeout_s") << r.body;
+  // Above the 64 MiB request limit: refused from its Content-Length, before the
+  // body is read, so the client sees a 413 or (still sending) a closed connection.
   std::string huge(70 << 20, 'x');
   r = server_->Post("/v1/jobs", huge);
-  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(r.status == 413 || r.status == 0) << r.status;
   EXPECT_EQ(server_->Get("/health").status, 200);
   EXPECT_EQ(server_->Get("/v1/jobs/j_doesnotexist").status, 404);
 }

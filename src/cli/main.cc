@@ -1,6 +1,7 @@
 // The `assay` binary: server (serve, and the hidden worker / internal-compile
 // children it starts), local tools (compile, keys, gpus --local) and the API
 // client commands. docs/cli.md documents every command, flag and exit code.
+#include <csignal>
 #include <unistd.h>
 
 #include <iostream>
@@ -48,6 +49,18 @@ void AddSpecOptions(CLI::App* cmd, assay::cli::RunOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A server that drops a connection mid-upload must give an error, not kill the CLI.
+  std::signal(SIGPIPE, SIG_IGN);
+  // The compile child's arguments belong to the compile component, which parses
+  // them itself (compile/compiler.h: ParseInternalCompileArgs).
+  if (argc > 1 && std::string_view(argv[1]) == "internal-compile") {
+    auto options = assay::ParseInternalCompileArgs(std::vector<std::string>(argv + 2, argv + argc));
+    if (!options.ok()) {
+      std::fprintf(stderr, "assay internal-compile: %s\n", options.status().ToString().c_str());
+      return 2;
+    }
+    return assay::InternalCompileMain(*options);
+  }
   CLI::App app{"Assay: run GPU kernels on real GPUs and get trustworthy correctness and timing."};
   app.set_version_flag("--version", ASSAY_VERSION);
   app.footer(kFooter);
@@ -87,11 +100,6 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--work-dir", worker_dir, "Per-job temp dirs are made here")->required();
   worker_cmd->add_flag("--no-sandbox", worker_no_sandbox, "Run user programs without the sandbox");
 
-  assay::CompilerOptions compiler;
-  auto* icompile_cmd = app.add_subcommand("internal-compile", "Compile child process (started by serve)");
-  icompile_cmd->group("");
-  icompile_cmd->add_option("--cache-dir", compiler.cache_dir, "Compile cache directory")->required();
-  icompile_cmd->add_option("--cuda-root", compiler.cuda_root, "CUDA toolkit root")->capture_default_str();
 
   // compile --------------------------------------------------------------------
   assay::CompileCommandOptions compile;
@@ -163,7 +171,6 @@ int main(int argc, char** argv) {
     return assay::ServeMain(serve);
   }
   if (*worker_cmd) return assay::WorkerMain(worker_device, worker_dir, !worker_no_sandbox);
-  if (*icompile_cmd) return assay::InternalCompileMain(compiler);
   if (*compile_cmd) {
     compile.json = common.json;
     return assay::RunCompileCommand(compile);

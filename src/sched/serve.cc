@@ -30,8 +30,10 @@ Capabilities ServerCapabilities(const GpuInventory& inv) {
   Capabilities caps;
   caps.has_gpu = !inv.gpus.empty();
   for (const auto& g : inv.gpus) caps.gpu_names.push_back(g.name);
-  // Kinds this build runs. GPU kinds are added as the GPU engine implements them.
-  caps.supported = {JobKind::kCompile, JobKind::kCudaProgram};
+  // Kinds this build runs; the kernel kinds need a GPU (CheckSupported says so
+  // plainly on a server without one). Python kinds come with the Python harness.
+  caps.supported = {JobKind::kCompile, JobKind::kCudaProgram, JobKind::kCuda,
+                    JobKind::kCubin, JobKind::kPtx, JobKind::kFatbin};
   return caps;
 }
 
