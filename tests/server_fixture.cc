@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -17,7 +18,11 @@ using nlohmann::json;
 
 json HttpReply::json() const { return json::parse(body, nullptr, false); }
 
-std::filesystem::path AssayBinary() { return std::filesystem::path(ASSAY_BINARY_DIR) / "assay"; }
+std::filesystem::path AssayBinary() {
+  // ASSAY_BIN lets a relocated bundle (the GPU machine) point at its binary.
+  if (const char* bin = std::getenv("ASSAY_BIN"); bin && *bin) return bin;
+  return std::filesystem::path(ASSAY_BINARY_DIR) / "assay";
+}
 
 ServerProcess::ServerProcess(std::filesystem::path data_dir, std::vector<std::string> extra_args)
     : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)) {}
