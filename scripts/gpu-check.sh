@@ -13,12 +13,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 summary=()
 run() {  # run NAME CMD...
   local name=$1; shift
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   ( "$@" ) > "$OUT/$name.log" 2>&1
   local rc=$?
-  local secs=$(echo "$(date +%s.%N) - $t0" | bc)
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   local counts=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/$name.log" | tr -s ' ' | tr '\n' ' ')
-  summary+=("$(printf '%-28s rc=%-3s %6.1fs  %s' "$name" "$rc" "$secs" "$counts")")
+  summary+=("$(printf '%-14s rc=%-3s %7sms  %s' "$name" "$rc" "$ms" "$counts")")
   grep -E "^\[  FAILED  \]|Failure" -A6 "$OUT/$name.log" | head -40
 }
 run gpu_devices   "$BUNDLE/src/gpu/assay_gpu_test"
