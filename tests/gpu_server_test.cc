@@ -82,7 +82,7 @@ TEST_F(GpuServerTest, CorrectKernelIsCheckedTimedAndReturnsOutputs) {
   json job = Run(KernelJob(kAdd));
   ASSERT_EQ(job["state"], "done") << job.dump(2).substr(0, 4000);
   const json& r = job["result"];
-  EXPECT_GT(r["timing"]["stats"]["median_ms"].get<double>(), 0) << r["timing"].dump();
+  EXPECT_GT(r["timing"]["median_ms"].get<double>(), 0) << r["timing"].dump();
   EXPECT_TRUE(r.contains("correctness")) << r.dump().substr(0, 2000);
   EXPECT_TRUE(r.contains("telemetry"));
   EXPECT_FALSE(r["gpu"]["name"].get<std::string>().empty());
@@ -90,7 +90,7 @@ TEST_F(GpuServerTest, CorrectKernelIsCheckedTimedAndReturnsOutputs) {
   auto blob = server_->Get("/v1/blobs/" + r["outputs"]["c"]["blob"].get<std::string>());
   ASSERT_EQ(blob.status, 200);
   EXPECT_EQ(blob.body.substr(0, 6), "\x93NUMPY");
-  std::cout << "vector add (2^20 f32) median " << r["timing"]["stats"]["median_ms"] << " ms on "
+  std::cout << "vector add (2^20 f32) median " << r["timing"]["median_ms"] << " ms on "
             << r["gpu"]["name"] << "\n";
 }
 
@@ -118,7 +118,7 @@ TEST_F(GpuServerTest, TrapIsRuntimeErrorAndNextJobRuns) {
 
 TEST_F(GpuServerTest, InfiniteLoopTimesOutAndNextJobRuns) {
   json job = Run(KernelJob(R"(extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {
-    volatile int spin = 1; while (spin) {}
+    for (;;) __nanosleep(1000);
   })", 5));
   EXPECT_EQ(job["state"], "timed_out") << job.dump(2).substr(0, 3000);
   EXPECT_EQ(job["error"]["class"], "timeout");

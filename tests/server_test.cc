@@ -190,7 +190,12 @@ TEST_F(ServerTest, ManyConcurrentSubmits) {
   EXPECT_FALSE(ids.count(""));
   for (const auto& id : ids) EXPECT_EQ(server_->WaitJob(id, 120)["state"], "done") << id;
   auto stats = server_->Get("/v1/stats").json();
-  EXPECT_GE(stats["compile_cache"]["hits"].get<int>(), kThreads * kPerThread - 4) << stats.dump();
+  // Identical sources compile once per compile thread at most (the first
+  // compiles race); every later one is a cache hit.
+  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(stats["compile_cache"]["hits"].get<int>() + stats["compile_cache"]["misses"].get<int>(),
+            kThreads * kPerThread);
+  EXPECT_GE(stats["compile_cache"]["hits"].get<int>(), kThreads * kPerThread - threads) << stats.dump();
 }
 
 TEST_F(ServerTest, EventStreamDeliversStatesInOrder) {
