@@ -92,6 +92,9 @@ TEST_F(ServerTest, ProgramPrints) {
   ASSERT_EQ(job["state"], "done") << job.dump(2);
   EXPECT_EQ(job["result"]["program"]["stdout"], "hello from assay\n");
   EXPECT_EQ(job["result"]["program"]["exit_code"], 0);
+  // The result records when each state was entered.
+  for (const char* state : {"queued", "compiling", "running", "done"})
+    EXPECT_TRUE(job["result"]["timestamps"].contains(state)) << state << " " << job["result"].dump();
 }
 
 TEST_F(ServerTest, SegfaultIsRuntimeErrorWithSignal) {

@@ -9,6 +9,7 @@
 #include "common/util.h"
 #include "gpu/nvml.h"
 #include "spec/job_spec.h"
+#include "spec/result.h"
 
 namespace assay {
 
@@ -64,13 +65,13 @@ Result<JobRecord> JobServiceImpl::Cancel(const std::string& id) {
   u.message = "cancelled by request";
   u.error_class = "cancelled";
   u.error_message = "cancelled by request";
-  json result = cur->result_json.empty() ? json::object() : json::parse(cur->result_json, nullptr, false);
-  if (!result.is_object()) result = json::object();
-  result["schema_version"] = 1;
-  result["job_id"] = id;
-  result["kind"] = JobKindName(cur->kind);
-  result["state"] = "cancelled";
-  result["error"] = {{"class", "cancelled"}, {"message", "cancelled by request"}};
+  json result = cur->result_json.empty() ? json() : json::parse(cur->result_json, nullptr, false);
+  if (!result.is_object()) {
+    result = MakeResultSkeleton(id, cur->kind);
+    SetState(result, JobState::kQueued, cur->created_ms);
+  }
+  SetState(result, JobState::kCancelled, NowUnixMs());
+  SetError(result, Status::Cancelled("cancelled by request"));
   u.result_json = result.dump();
   auto rec = store_.Transition(id, JobState::kCancelled, u);
   if (!rec.ok()) return rec.status();

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "spec/job_state.h"
+#include "spec/result.h"
 
 namespace assay {
 namespace {
@@ -37,10 +38,11 @@ json CompileSection(const CompileOutput& out) {
   return j;
 }
 
-json ErrorJson(const Status& s) {
-  json e = {{"class", std::string(ErrorClassName(s.error_class()))}, {"message", s.message()}};
-  if (!s.field().empty()) e["field"] = s.field();
-  return e;
+// A transition that only records why.
+TransitionUpdate Because(std::string message) {
+  TransitionUpdate u;
+  u.message = std::move(message);
+  return u;
 }
 
 JobState TerminalStateFor(const Status& s) {
@@ -178,7 +180,8 @@ void Scheduler::CompileLoop() {
 void Scheduler::Prepare(const std::string& job_id) {
   auto rec = store_.GetJob(job_id);
   if (!rec.ok() || rec->state != JobState::kQueued) return;  // cancelled while queued
-  json result = {{"schema_version", 1}, {"job_id", job_id}, {"kind", JobKindName(rec->kind)}};
+  json result = MakeResultSkeleton(job_id, rec->kind);
+  SetState(result, JobState::kQueued, rec->created_ms);
   auto spec = ParseJobSpec(rec->spec_json);
   if (!spec.ok()) {
     Finish(job_id, Status::Infra("stored spec no longer parses: " + spec.status().ToString()), result,
@@ -191,13 +194,15 @@ void Scheduler::Prepare(const std::string& job_id) {
 
   const bool compiles = NeedsCompile(rec->kind) ||
                         (spec->reference && spec->reference->kernel && NeedsCompile(spec->reference->kernel->kind));
-  if (compiles && !Move(job_id, JobState::kCompiling, {.message = "compiling"})) return;
+  if (compiles) {
+    if (!Move(job_id, JobState::kCompiling, Because("compiling"))) return;
+    SetState(result, JobState::kCompiling, NowUnixMs());
+  }
   auto module = BuildModule(*spec, rec->kind, &result["compile"]);
   if (!module.ok()) {
     Finish(job_id, module.status(), result, rec->attempts);
     return;
   }
-  if (result["compile"].is_null()) result.erase("compile");
   if (rec->kind == JobKind::kCompile) {
     // The module is the product of a compile-only job: keep it downloadable.
     if (auto cubin = ReadFile(*module); cubin.ok()) {
@@ -312,9 +317,10 @@ void Scheduler::SlotLoop(Slot* slot) {
 }
 
 void Scheduler::RunOnWorker(Slot* slot, ReadyItem item) {
-  auto rec = Move(item.job_id, JobState::kRunning,
-                  {.message = "running on device " + std::to_string(slot->client->options().device),
-                   .result_json = item.result.dump()});
+  SetState(item.result, JobState::kRunning, NowUnixMs());
+  TransitionUpdate running = Because("running on device " + std::to_string(slot->client->options().device));
+  running.result_json = item.result.dump();
+  auto rec = Move(item.job_id, JobState::kRunning, std::move(running));
   if (!rec) return;  // cancelled before it started
   WorkItem work;
   work.job_id = item.job_id;
@@ -349,14 +355,19 @@ void Scheduler::Finish(const std::string& job_id, const Status& status, json res
   if (status.error_class() == ErrorClass::kInfraError && attempts + 1 < options_.max_attempts) {
     // Our fault: try again, with the reason on record.
     ++retries_;
-    auto rec = Move(job_id, JobState::kQueued,
-                    {.message = "retrying after infrastructure error: " + status.message(), .count_attempt = true});
+    TransitionUpdate retry = Because("retrying after infrastructure error: " + status.message());
+    retry.count_attempt = true;
+    auto rec = Move(job_id, JobState::kQueued, std::move(retry));
     if (rec) Enqueue(*rec);
     return;
   }
   JobState to = TerminalStateFor(status);
-  result["state"] = JobStateName(to);
-  result["error"] = status.ok() ? json(nullptr) : ErrorJson(status);
+  SetState(result, to, NowUnixMs());
+  if (status.ok()) {
+    result["error"] = nullptr;
+  } else {
+    SetError(result, status);
+  }
   TransitionUpdate update;
   update.message = status.ok() ? "done" : status.ToString();
   update.result_json = result.dump(-1, ' ', false, json::error_handler_t::replace);
