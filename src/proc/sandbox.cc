@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <string_view>
 
@@ -164,6 +165,13 @@ std::vector<std::string> ApplySandbox(const SandboxOptions& sandbox, std::vector
                          // A private /tmp: programs and the CUDA runtime may write
                          // scratch files; nothing leaks to or from other jobs.
                          "--tmpfs", "/tmp"});
+  // The private /tmp must not hide the program itself (a build or install
+  // under /tmp): bring its directory back, read-only, before the writable dir
+  // (a later mount wins where they overlap).
+  if (!argv.empty() && argv[0].rfind("/tmp/", 0) == 0) {
+    std::string dir = std::filesystem::path(argv[0]).parent_path().string();
+    out.insert(out.end(), {"--ro-bind", dir, dir});
+  }
   if (!sandbox.writable_dir.empty()) {
     std::string w = sandbox.writable_dir.string();
     out.insert(out.end(), {"--bind", w, w});
