@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "compile/compile_json.h"
 #include "spec/job_state.h"
 #include "spec/result.h"
 
@@ -18,17 +19,10 @@ bool NeedsCompile(JobKind kind) {
   return kind == JobKind::kCompile || kind == JobKind::kCuda || kind == JobKind::kCudaProgram;
 }
 
-json ResourcesJson(const ResourceUsage& r) {
-  return {{"registers", r.registers},         {"shared_bytes", r.shared_bytes},
-          {"local_bytes", r.local_bytes},     {"spill_stores", r.spill_stores},
-          {"spill_loads", r.spill_loads},     {"const_bytes", r.const_bytes},
-          {"max_threads_per_block", r.max_threads_per_block}};
-}
-
 // The result's `compile` section (docs/result-schema.md).
 json CompileSection(const CompileOutput& out) {
   json kernels = json::object();
-  for (const auto& [name, usage] : out.kernels) kernels[name] = ResourcesJson(usage);
+  for (const auto& [name, usage] : out.kernels) kernels[name] = ResourceUsageToJson(usage);
   json j = {{"log", SanitizeUtf8(out.log)},      {"arch", out.arch},
             {"compiler", out.compiler},          {"toolkit_version", out.toolkit_version},
             {"cache_hit", out.cache_hit},        {"duration_ms", out.duration_ms},
