@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -84,12 +86,19 @@ class Compiler {
   CompileOutput Compile(const CompileRequest& request);
   // Same, in a child process (`self_exe internal-compile`), so a crashing or
   // memory-hungry compiler cannot take down the caller. Used by the server.
+  // Concurrent calls for the same cache key compile once: the others wait and
+  // take the cached result (a batch of identical references compiles one time).
   CompileOutput CompileIsolated(const CompileRequest& request, const std::filesystem::path& self_exe);
   // "13.0", or "" if neither NVRTC nor nvcc can be found.
   std::string ToolkitVersion();
 
  private:
+  // The lock of the compile in flight for a cache key (single flight).
+  std::shared_ptr<std::mutex> InFlightLock(const std::string& key);
+
   CompilerOptions options_;
+  std::mutex inflight_mu_;
+  std::map<std::string, std::weak_ptr<std::mutex>> inflight_;  // GUARDED_BY(inflight_mu_)
 };
 
 // Entry point of `assay internal-compile`: reads a request (JSON) on stdin,

@@ -34,6 +34,19 @@ CompileOutput Failed(const CompileRequest& request, Status status, std::string l
 
 }  // namespace
 
+std::shared_ptr<std::mutex> Compiler::InFlightLock(const std::string& key) {
+  std::lock_guard<std::mutex> lock(inflight_mu_);
+  for (auto it = inflight_.begin(); it != inflight_.end();) {  // forget finished flights
+    it = it->second.expired() ? inflight_.erase(it) : std::next(it);
+  }
+  std::shared_ptr<std::mutex> m = inflight_[key].lock();
+  if (!m) {
+    m = std::make_shared<std::mutex>();
+    inflight_[key] = m;
+  }
+  return m;
+}
+
 CompileOutput Compiler::CompileIsolated(const CompileRequest& request, const std::filesystem::path& self_exe) {
   Result<PreparedRequest> prepared = PrepareRequest(request, options_);
   if (!prepared.ok()) return Failed(request, prepared.status());
@@ -43,7 +56,12 @@ CompileOutput Compiler::CompileIsolated(const CompileRequest& request, const std
                                          " (neither NVRTC nor nvcc)"));
   }
   CompileCache cache(options_.cache_dir);
-  if (std::optional<CompileOutput> hit = cache.Lookup(CompileCacheKey(request, toolkit))) return *hit;
+  const std::string key = CompileCacheKey(request, toolkit);
+  if (std::optional<CompileOutput> hit = cache.Lookup(key)) return *hit;
+  // One compile per key at a time; whoever waited finds the winner's result cached.
+  std::shared_ptr<std::mutex> flight = InFlightLock(key);
+  std::lock_guard<std::mutex> flight_lock(*flight);
+  if (std::optional<CompileOutput> hit = cache.Lookup(key)) return *hit;
 
   std::error_code ec;
   std::filesystem::create_directories(options_.cache_dir / "tmp", ec);
