@@ -7,7 +7,7 @@ PKGS=(
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libzstd-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev bubblewrap
-  postgresql libpq-dev python3
+  postgresql libpq-dev python3 python3-numpy python3-torch
 )
 missing=()
 for p in "${PKGS[@]}"; do
