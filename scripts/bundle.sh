@@ -21,6 +21,8 @@ for f in "${files[@]}"; do
   cp "$B/$f" "$D/$f"
   strip --strip-debug "$D/$f" 2>/dev/null || true
 done
+# The Python harness (issue 4) lives next to the binary.
+[ -e "$B/assay_harness.py" ] && cp "$B/assay_harness.py" "$D/"
 # Shared libraries from Debian that the GPU machine does not have.
 for lib in $(ldd "$B/assay" | awk '/libcpp-httplib/ {print $3}'); do cp -L "$lib" "$D/"; done
 du -sh "$D"
