@@ -9,7 +9,8 @@
 #   ncu --clock-control none --print-units base --csv --metrics gpu__time_duration.sum
 # (clocks as found, like Assay; ncu's default --cache-control all flushes caches
 # before each kernel, so its figures compare with Assay's cold mode) and prints
-# ncu's median per configuration beside Assay's cold median.
+# ncu's median per configuration beside Assay's cold median (CUPTI, column
+# src) and the event median of the same samples.
 set -euo pipefail
 bin=$1
 out=$2
@@ -39,14 +40,20 @@ for r in csv.DictReader(rows):
     if i // 5 < len(labels):
         durations.setdefault(labels[i // 5], []).append(v)
     i += 1
-print(f'{"kernel":20} {"assay_cold_ms":>14} {"ncu_median_ms":>14} {"assay/ncu":>10} {"minus_ovh/ncu":>13} {"n":>3}')
-ovh = bench["kernels"][0]["first_cold_timing"].get("event_overhead_ms", 0.0)
+print(f'{"kernel":20} {"known_ms":>9} {"src":>5} {"assay_cold_ms":>14} {"ncu_median_ms":>14} {"assay/ncu":>10} '
+      f'{"assay/known":>11} {"event_cold_ms":>14} {"event/ncu":>10} {"spread%":>8} {"n":>3}')
 for k in bench["kernels"]:
     d = durations.get(k["label"], [])
+    a = k["cold_median_ms"]
+    known = k.get("known_ms", 0.0)
+    ev = k.get("cold_event_median_ms", float("nan"))
+    src = k.get("cold_source", "event")[:5]
+    kn = f'{a/known:11.4f}' if known else f'{"-":>11}'
+    spread = 100 * k["cold_run_to_run_spread"]
     if not d:
-        print(f'{k["label"]:20} {k["cold_median_ms"]:14.5f} {"-":>14}')
+        print(f'{k["label"]:20} {known:9.4f} {src:>5} {a:14.5f} {"-":>14} {"-":>10} {kn} {ev:14.5f} {"-":>10} {spread:8.2f}')
         continue
     m = statistics.median(d)
-    a = k["cold_median_ms"]
-    print(f'{k["label"]:20} {a:14.5f} {m:14.5f} {a/m:10.4f} {(a-ovh)/m:13.4f} {len(d):3d}')
+    print(f'{k["label"]:20} {known:9.4f} {src:>5} {a:14.5f} {m:14.5f} {a/m:10.4f} {kn} {ev:14.5f} {ev/m:10.4f} '
+          f'{spread:8.2f} {len(d):3d}')
 PY

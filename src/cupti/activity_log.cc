@@ -127,6 +127,16 @@ std::string JsonQuote(const std::string& s) {
   return out;
 }
 
+std::string SanitizeMarkLabel(const char* label) {
+  std::string out;
+  if (label == nullptr) return out;
+  for (size_t i = 0; label[i] != '\0' && i < kMaxMarkLabelBytes; ++i) {
+    const unsigned char c = static_cast<unsigned char>(label[i]);
+    out += (c >= 0x20 && c <= 0x7e) ? static_cast<char>(c) : '_';
+  }
+  return out;
+}
+
 uint32_t ActivityLog::NameId(const char* mangled_name) {
   std::string key = mangled_name ? mangled_name : "<unknown>";
   auto it = name_ids_.find(key);
@@ -193,6 +203,24 @@ void ActivityLog::AddWarning(const std::string& warning) noexcept {
   }
 }
 
+void ActivityLog::AddMark(const char* label, uint64_t ts_ns) noexcept {
+  try {
+    std::string clean = SanitizeMarkLabel(label);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ts_ns == 0 || marks_.size() >= kMaxMarks) {
+      ++marks_dropped_;
+      return;
+    }
+    marks_.push_back({std::move(clean), ts_ns});
+  } catch (...) {
+  }
+}
+
+void ActivityLog::AddMarksDropped(uint64_t count) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  marks_dropped_ += count;
+}
+
 size_t ActivityLog::kernel_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.size();
@@ -232,7 +260,12 @@ bool ActivityLog::WriteJsonFile(const std::string& path, bool complete, std::str
               << ",\"start_ns\":" << c.start_ns << ",\"end_ns\":" << c.end_ns
               << ",\"duration_ns\":" << (c.end_ns - c.start_ns) << "}";
           }
-          w << "],\n\"warnings\":[";
+          w << "],\n\"marks\":[";
+          for (size_t i = 0; i < marks_.size(); ++i) {
+            w << (i ? ",\n" : "\n") << "{\"label\":" << JsonQuote(marks_[i].label)
+              << ",\"ts_ns\":" << marks_[i].ts_ns << "}";
+          }
+          w << "],\"marks_dropped\":" << marks_dropped_ << ",\n\"warnings\":[";
           for (size_t i = 0; i < warnings_.size(); ++i) w << (i ? "," : "") << JsonQuote(warnings_[i]);
           w << "],\"dropped\":" << dropped_ << ",\"invalid\":" << invalid_
             << ",\"truncated\":" << ((truncated_kernels_ + truncated_copies_) ? "true" : "false")

@@ -40,6 +40,18 @@ struct KernelRecord {
 
 // One memcpy or memset. kind is a wire name: "HtoD", "DtoH", "DtoD", "HtoH",
 // "PtoP", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "memset" or "unknown".
+inline constexpr size_t kMaxMarks = 10000;
+inline constexpr size_t kMaxMarkLabelBytes = 64;
+
+// A mark's label as written: at most kMaxMarkLabelBytes bytes, bytes outside
+// 0x20..0x7e replaced by '_'. Null becomes "".
+std::string SanitizeMarkLabel(const char* label);
+
+struct Mark {
+  std::string label;
+  uint64_t ts_ns = 0;
+};
+
 struct CopyRecord {
   const char* kind = "unknown";  // static string
   uint64_t bytes = 0;
@@ -69,6 +81,13 @@ class ActivityLog {
   void SetCuptiLibrary(const std::string& path) noexcept;
   // A non-fatal problem worth reporting ("memset activity unavailable: ...").
   void AddWarning(const std::string& warning) noexcept;
+  // A mark (AssayCuptiMark): `label` (may be null) is cut to kMaxMarkLabelBytes
+  // and every byte outside printable ASCII becomes '_' (SanitizeMarkLabel);
+  // ts_ns is on the clock of the kernel records. Past kMaxMarks marks, or with
+  // ts_ns == 0, the mark is counted in marks_dropped instead.
+  void AddMark(const char* label, uint64_t ts_ns) noexcept;
+  // Marks that could not be taken at all (CUPTI was not up yet).
+  void AddMarksDropped(uint64_t count) noexcept;
 
   // Writes the v1 document to `path` through `path.tmp.<pid>` + rename, so a
   // reader never sees half a file. `complete` is false for snapshots taken
@@ -88,6 +107,8 @@ class ActivityLog {
   std::vector<uint32_t> kernel_names_;  // parallel to kernels_
   std::vector<KernelRecord> kernels_;
   std::vector<CopyRecord> copies_;
+  std::vector<Mark> marks_;
+  uint64_t marks_dropped_ = 0;
   std::vector<std::string> warnings_;
   std::string cupti_lib_;
   uint64_t dropped_ = 0;

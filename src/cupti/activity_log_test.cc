@@ -154,6 +154,58 @@ TEST_F(ActivityLogTest, ConcurrentAddsAndWritesStayConsistent) {
   EXPECT_EQ(log.kernel_count(), 8000u);
 }
 
+// Marks are written in every document and cut a phase out of the record.
+TEST_F(ActivityLogTest, MarksRoundTripIntoAPhaseSummary) {
+  ActivityLog log(100);
+  log.AddKernel("before", Rec(1000, 2000));
+  log.AddMark("timed.begin", 2500);
+  log.AddKernel("_ZN5probe5scaleEPffi", Rec(3000, 4000));
+  log.AddKernel("assay_l2_flush", Rec(4000, 4500));
+  log.AddKernel("_ZN5probe5scaleEPffi", Rec(5000, 7000));
+  log.AddMark("timed.end", 8000);
+  log.AddKernel("after", Rec(9000, 9100));
+  log.AddMark("untimed", 0);  // no timestamp: dropped, counted
+  log.AddMarksDropped(2);      // taken before CUPTI was up
+  ASSERT_TRUE(log.WriteJsonFile(path_, false, nullptr));  // a snapshot carries them too
+  json doc = ReadDoc();
+  ASSERT_EQ(doc["marks"].size(), 2u);
+  EXPECT_EQ(doc["marks"][0], json({{"label", "timed.begin"}, {"ts_ns", 2500}}));
+  EXPECT_EQ(doc["marks_dropped"], 3);
+
+  auto s = SummarizePhase(path_, "timed.begin", "timed.end", {"assay_l2_flush"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->kernels, 2u);
+  EXPECT_EQ(s->excluded_kernels, 1u);
+  EXPECT_DOUBLE_EQ(s->kernel_sum_ms, 0.003);
+  ASSERT_EQ(s->top.size(), 1u);
+  EXPECT_EQ(s->top[0].name, "probe::scale(float*, float, int)");
+  EXPECT_EQ(s->marks_dropped, 3u);
+  EXPECT_FALSE(s->complete);
+  // Excluding by the mangled spelling works as well.
+  auto m = SummarizePhase(path_, "timed.begin", "timed.end", {"_ZN5probe5scaleEPffi"});
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->kernels, 1u);
+}
+
+TEST_F(ActivityLogTest, MarkLabelsAreSanitisedAndMarksCapped) {
+  EXPECT_EQ(SanitizeMarkLabel(nullptr), "");
+  EXPECT_EQ(SanitizeMarkLabel("a\tb\"c\xc3\xa9"), "a_b\"c__");
+  EXPECT_EQ(SanitizeMarkLabel(std::string(100, 'x').c_str()), std::string(kMaxMarkLabelBytes, 'x'));
+  ActivityLog log(10);
+  for (size_t i = 0; i < kMaxMarks + 5; ++i) log.AddMark("m", 100 + i);
+  log.AddMark("q\"\\\n", 1);
+  ASSERT_TRUE(log.WriteJsonFile(path_, true, nullptr));
+  json doc = ReadDoc();
+  EXPECT_EQ(doc["marks"].size(), kMaxMarks);
+  EXPECT_EQ(doc["marks_dropped"], 6);
+  EXPECT_TRUE(KernelReportFromFile(path_).ok());
+  // A label that needs JSON escaping survives the round trip.
+  ActivityLog small(10);
+  small.AddMark("q\"\\", 1);
+  ASSERT_TRUE(small.WriteJsonFile(path_, true, nullptr));
+  EXPECT_EQ(ReadDoc()["marks"][0]["label"], "q\"\\");
+}
+
 TEST(JsonQuoteTest, EscapesControlCharactersAndQuotes) {
   EXPECT_EQ(JsonQuote("a\"b"), "\"a\\\"b\"");
   EXPECT_EQ(JsonQuote(std::string("\x1f", 1)), "\"\\u001f\"");

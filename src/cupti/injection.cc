@@ -10,9 +10,14 @@
 // the state is never destroyed (CUPTI's thread may still deliver buffers
 // while static destructors run at exit).
 //
+// A second exported symbol, `extern "C" void AssayCuptiMark(const char*)`,
+// lets the process mark phases on the clock of the activity records (a
+// Python harness calls it through ctypes.CDLL($CUDA_INJECTION64_PATH): dlopen
+// of the same file returns the copy the driver already loaded).
+//
 // Environment:
 //   ASSAY_CUPTI_OUT          the JSON file to write; unset -> do nothing
-//   ASSAY_CUPTI_LIB          path of libcupti to load (default: search, see FindCupti)
+//   ASSAY_CUPTI_LIB          path of libcupti to load (default: search, see cupti_loader.h)
 //   ASSAY_CUPTI_MAX_RECORDS  cap on kernel (and on copy) records kept; default 1,000,000
 //
 // See docs/cupti.md for the file format and the ownership rules when several
@@ -29,6 +34,7 @@
 #include <string>
 
 #include "cupti/activity_log.h"
+#include "cupti/cupti_loader.h"
 
 namespace assay::cupti {
 namespace {
@@ -44,6 +50,7 @@ struct CuptiApi {
   decltype(&cuptiActivityEnable) enable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;  // optional
   decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;                    // optional
   decltype(&cuptiSubscribe) subscribe = nullptr;                          // optional
@@ -61,11 +68,17 @@ struct State {
   std::mutex write_mu;          // serialises file writes
   bool final_written = false;   // GUARDED_BY(write_mu): snapshots stop after the final write
 };
-State* g_state = nullptr;  // written once, before any callback can run
+// Written once, before any callback can run; atomic because AssayCuptiMark
+// may read it from any thread while InitializeInjection publishes it.
+std::atomic<State*> g_state{nullptr};
+// Marks taken while g_state was null (before CUDA initialised, or with
+// profiling off); added to the log's marks_dropped at each write.
+std::atomic<uint64_t> g_early_marks_dropped{0};
 
 std::string ResultText(CUptiResult r) {
   const char* s = nullptr;
-  if (g_state && g_state->api.result_string && g_state->api.result_string(r, &s) == CUPTI_SUCCESS && s) {
+  State* st = g_state.load();
+  if (st && st->api.result_string && st->api.result_string(r, &s) == CUPTI_SUCCESS && s) {
     return s;
   }
   return "CUPTI error " + std::to_string(static_cast<int>(r));
@@ -95,7 +108,7 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_re
 }
 
 void Record(const CUpti_Activity* rec) {
-  ActivityLog& log = g_state->log;
+  ActivityLog& log = g_state.load()->log;
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -138,14 +151,15 @@ void Record(const CUpti_Activity* rec) {
 }
 
 void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size, size_t valid_size) {
-  if (g_state != nullptr && buffer != nullptr) {
+  State* st = g_state.load();
+  if (st != nullptr && buffer != nullptr) {
     try {
       CUpti_Activity* rec = nullptr;
-      while (g_state->api.next_record(buffer, valid_size, &rec) == CUPTI_SUCCESS) Record(rec);
+      while (st->api.next_record(buffer, valid_size, &rec) == CUPTI_SUCCESS) Record(rec);
       size_t dropped = 0;
-      if (g_state->api.dropped_records &&
-          g_state->api.dropped_records(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0) {
-        g_state->log.AddDropped(dropped);
+      if (st->api.dropped_records && st->api.dropped_records(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+          dropped > 0) {
+        st->log.AddDropped(dropped);
       }
     } catch (...) {
     }
@@ -156,7 +170,7 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
 // Flushes CUPTI and writes the file. `final` marks the at-exit write; after
 // it, snapshots (context destruction during exit) change nothing.
 void FlushAndWrite(bool final) noexcept {
-  State* s = g_state;
+  State* s = g_state.load();
   if (s == nullptr || ::getpid() != s->pid) return;  // a fork()ed child: not our process to report
   {
     std::lock_guard<std::mutex> lock(s->write_mu);
@@ -166,6 +180,7 @@ void FlushAndWrite(bool final) noexcept {
   s->api.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   std::lock_guard<std::mutex> lock(s->write_mu);
   if (s->final_written) return;
+  if (uint64_t early = g_early_marks_dropped.exchange(0); early > 0) s->log.AddMarksDropped(early);
   std::string error;
   if (!s->log.WriteJsonFile(s->out_path, final, &error)) {
     // Nowhere better to say it: the host's stderr is the only channel left.
@@ -186,39 +201,6 @@ void CUPTIAPI OnCallback(void* /*userdata*/, CUpti_CallbackDomain domain, CUpti_
   }
 }
 
-// Directory of this library, so a libcupti copied next to it is found first.
-std::string OwnDirectory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&AtExit), &info) == 0 || info.dli_fname == nullptr) return {};
-  std::string path = info.dli_fname;
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
-// Loads libcupti. A copy already in the process (PyTorch ships one) is
-// reused: two CUPTI instances in one process would fight over the driver.
-void* FindCupti(std::string* tried) {
-  if (const char* forced = std::getenv("ASSAY_CUPTI_LIB"); forced && *forced) {
-    *tried = forced;
-    return ::dlopen(forced, RTLD_NOW | RTLD_LOCAL);
-  }
-  if (void* h = ::dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD)) return h;
-  std::string own = OwnDirectory();
-  const std::string candidates[] = {
-      own.empty() ? std::string() : own + "/libcupti.so.13",
-      "libcupti.so.13",  // LD_LIBRARY_PATH, ld.so.cache
-      "/usr/local/cuda/lib64/libcupti.so.13",
-      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-  };
-  for (const std::string& c : candidates) {
-    if (c.empty()) continue;
-    if (!tried->empty()) *tried += ", ";
-    *tried += c;
-    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  }
-  return nullptr;
-}
-
 template <typename Fn>
 bool Resolve(void* lib, const char* name, Fn* out) {
   *out = reinterpret_cast<Fn>(::dlsym(lib, name));
@@ -227,12 +209,11 @@ bool Resolve(void* lib, const char* name, Fn* out) {
 
 // Returns an empty string on success, else why profiling cannot run.
 std::string StartCupti(State* s) {
-  std::string tried;
-  void* lib = FindCupti(&tried);
-  if (lib == nullptr) {
-    const char* why = ::dlerror();
-    return "cannot load libcupti (tried " + tried + "): " + (why ? why : "not found");
-  }
+  // The library's own directory comes first, so a libcupti copied next to
+  // it is found before the system's.
+  std::string error;
+  void* lib = LoadCuptiLibrary(DirectoryOf(reinterpret_cast<void*>(&AtExit)), &error);
+  if (lib == nullptr) return error;
   CuptiApi& a = s->api;
   if (!Resolve(lib, "cuptiGetResultString", &a.result_string) ||
       !Resolve(lib, "cuptiActivityRegisterCallbacks", &a.register_callbacks) ||
@@ -245,6 +226,7 @@ std::string StartCupti(State* s) {
     s->log.SetCuptiLibrary(where.dli_fname);
   }
   Resolve(lib, "cuptiActivityGetNumDroppedRecords", &a.dropped_records);
+  Resolve(lib, "cuptiGetTimestamp", &a.timestamp);
   Resolve(lib, "cuptiSubscribe_v2", &a.subscribe_v2);
   Resolve(lib, "cuptiSubscribe", &a.subscribe);
   Resolve(lib, "cuptiEnableCallback", &a.enable_callback);
@@ -312,7 +294,7 @@ void Initialize() {
     WriteErrorJsonFile(s->out_path, error, nullptr);
     return;  // g_state stays null: every callback is a no-op
   }
-  g_state = s;
+  g_state.store(s);
   // Until the final write replaces it, the file says "complete": false, so a
   // process killed before exit is told apart from one that ran no kernels.
   s->log.WriteJsonFile(s->out_path, false, nullptr);
@@ -340,4 +322,20 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } catch (...) {
   }
   return 1;
+}
+
+// Records a mark {label, CUPTI timestamp} in the file (docs/cupti.md, "Marks").
+// Safe from any thread and at any time: before CUPTI is up, without
+// ASSAY_CUPTI_OUT, or past 10,000 marks it only counts marks_dropped.
+extern "C" __attribute__((visibility("default"))) void AssayCuptiMark(const char* label) {
+  using assay::cupti::g_early_marks_dropped;
+  using assay::cupti::g_state;
+  assay::cupti::State* s = g_state.load();
+  if (s == nullptr) {
+    g_early_marks_dropped.fetch_add(1);
+    return;
+  }
+  uint64_t ts = 0;
+  if (s->api.timestamp == nullptr || s->api.timestamp(&ts) != CUPTI_SUCCESS) ts = 0;
+  s->log.AddMark(label, ts);  // ts 0: counted as dropped
 }

@@ -261,9 +261,68 @@ TEST_F(InjectionTest, ProgramWithoutCudaIsUnaffected) {
   EXPECT_EQ(*report, EmptyKernelReport());
 }
 
-// No GPU needed: the library exports the driver's entry point and nothing
-// that could clash with the host's C++ runtime.
-TEST_F(InjectionTest, LibraryExportsOnlyTheInjectionEntryPoint) {
+// No GPU needed: a process that loads the library itself and marks without
+// ever initialising CUDA is unaffected, and no file appears (nothing started).
+TEST_F(InjectionTest, MarkWithoutCudaIsHarmless) {
+  ProcessResult traced = Run(no_cuda_, {"mark"}, true);
+  ASSERT_EQ(traced.exit_code, 0) << traced.stdout_data << traced.stderr_data;
+  EXPECT_EQ(traced.stdout_data, "no cuda here, sum 500500, args 1\nmarked\n");
+  EXPECT_TRUE(traced.stderr_data.empty()) << traced.stderr_data;
+  EXPECT_FALSE(std::filesystem::exists(out_));
+}
+
+// A program that loads the library with dlopen (as the Python harness does
+// with ctypes) and marks a phase: SummarizePhase finds exactly the phase's
+// kernels, without the excluded flush, and the spin time is right.
+TEST_F(InjectionTest, MarksCutAPhaseOutOfTheRecord) {
+  RequireGpu();
+  if (HasFatalFailure() || IsSkipped()) return;
+  ProcessResult plain = Run(probe_, {"marks"}, false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.stderr_data;
+  EXPECT_EQ(plain.stdout_data, "marks: 0 calls\n");
+  ProcessResult traced = Run(probe_, {"marks"}, true);
+  ASSERT_EQ(traced.exit_code, 0) << traced.stderr_data;
+  EXPECT_EQ(traced.stdout_data, "marks: 5 calls\n");
+
+  auto text = ReadFile(out_);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  json doc = json::parse(*text);
+  ASSERT_TRUE(doc.contains("marks")) << *text;
+  std::cout << "[ gpu ] marks " << doc["marks"].dump() << " dropped " << doc["marks_dropped"] << "\n";
+  ASSERT_EQ(doc["marks"].size(), 4u);  // before.cuda was taken before CUPTI was up
+  EXPECT_EQ(doc["marks_dropped"], 1);
+  EXPECT_EQ(doc["marks"][0]["label"], "phase.begin");
+  EXPECT_EQ(doc["marks"][1]["label"], "phase.end");
+  EXPECT_EQ(doc["marks"][2]["label"], "tab_here __");
+  EXPECT_EQ(doc["marks"][3]["label"].get<std::string>().size(), 64u);
+
+  auto s = SummarizePhase(out_, "phase.begin", "phase.end", {"assay_l2_flush"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::cout << "[ gpu ] phase " << ToJson(*s).dump() << "\n";
+  EXPECT_TRUE(s->begin_found);
+  EXPECT_TRUE(s->end_found);
+  EXPECT_TRUE(s->complete);
+  EXPECT_EQ(s->records_dropped, 0u);
+  EXPECT_EQ(s->kernels, 5u);           // 3 spin_ns + 2 add_n<3>
+  EXPECT_EQ(s->excluded_kernels, 3u);  // assay_l2_flush
+  ASSERT_GE(s->top.size(), 2u);
+  EXPECT_EQ(s->top[0].name, "spin_ns");
+  EXPECT_EQ(s->top[0].launches, 3u);
+  EXPECT_NEAR(s->top[0].total_ms, 0.3, 0.015);
+  EXPECT_EQ(s->top[1].name, "void probe::add_n<3>(int*, int)");
+  EXPECT_EQ(s->top[1].launches, 2u);
+  EXPECT_GT(s->kernel_sum_ms, 0.3);
+  EXPECT_LE(s->kernel_busy_ms, s->kernel_sum_ms + 1e-9);
+  EXPECT_GE(s->span_ms, s->kernel_busy_ms);
+  // The whole record still holds every launch: 5 + 3 + 3 + 2 + 2.
+  auto report = KernelReportFromFile(out_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ((*report)["kernel_count"], 15);
+}
+
+// No GPU needed: the library exports the driver's entry point, the mark
+// function, and nothing that could clash with the host's C++ runtime.
+TEST_F(InjectionTest, LibraryExportsOnlyItsTwoEntryPoints) {
   ProcessOptions p;
   p.argv = {"nm", "-D", "--defined-only", lib_.string()};
   auto r = RunProcess(p);
@@ -277,7 +336,7 @@ TEST_F(InjectionTest, LibraryExportsOnlyTheInjectionEntryPoint) {
     pos = nl + 1;
     if (auto sp = line.rfind(' '); sp != std::string::npos) symbols.push_back(line.substr(sp + 1));
   }
-  EXPECT_EQ(symbols, std::vector<std::string>{"InitializeInjection"}) << r->stdout_data;
+  EXPECT_EQ(symbols, (std::vector<std::string>{"AssayCuptiMark", "InitializeInjection"})) << r->stdout_data;
 }
 
 }  // namespace

@@ -36,6 +36,21 @@ struct Copy {
   uint64_t end_ns = 0;
 };
 
+struct Mark {
+  std::string label;
+  uint64_t ts_ns = 0;
+};
+
+// A v1 document with its records converted (and dropped from `doc`).
+struct Parsed {
+  std::vector<Kernel> kernels;
+  std::vector<Copy> copies;
+  std::vector<Mark> marks;
+  std::vector<std::string> names;    // demangled, sanitised
+  std::vector<std::string> mangled;  // parallel to names; equal to the name when the file has none
+  json doc;                          // everything else
+};
+
 // Thrown inside the parse callback; caught in KernelReportFromText.
 struct BadField {
   std::string message;
@@ -99,6 +114,16 @@ Copy ParseCopy(const json& o) {
   c.end_ns = U64(o, "end_ns");
   CheckInterval(c.start_ns, c.end_ns);
   return c;
+}
+
+Mark ParseMark(const json& o) {
+  if (!o.is_object()) throw BadField{"a mark is not an object"};
+  Mark m;
+  auto label = o.find("label");
+  if (label == o.end() || !label->is_string()) throw BadField{"\"label\" must be a string"};
+  m.label = label->get<std::string>();
+  m.ts_ns = U64(o, "ts_ns");
+  return m;
 }
 
 double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
@@ -191,24 +216,29 @@ json EmptyKernelReport() {
               {"kernel_records_truncated", false}};
 }
 
-Result<json> KernelReportFromText(std::string_view text, const KernelReportOptions& options) {
-  std::vector<Kernel> kernels;
-  std::vector<Copy> copies;
-  json doc;
+namespace {
+
+// Parses and checks a v1 document. Errors are kInfraError.
+Result<Parsed> ParseDocument(std::string_view text) {
+  Parsed p;
   try {
     // Records are converted as soon as each one is parsed and dropped from
     // the DOM: a million records as nlohmann objects would take gigabytes.
     std::string section;
-    doc = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
+    p.doc = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
       if (depth == 1 && event == json::parse_event_t::key) {
         section = parsed.is_string() ? parsed.get<std::string>() : std::string();
       } else if (depth == 2 && event == json::parse_event_t::object_end) {
         if (section == "kernels") {
-          kernels.push_back(ParseKernel(parsed));
+          p.kernels.push_back(ParseKernel(parsed));
           return false;
         }
         if (section == "memcpy") {
-          copies.push_back(ParseCopy(parsed));
+          p.copies.push_back(ParseCopy(parsed));
+          return false;
+        }
+        if (section == "marks") {
+          p.marks.push_back(ParseMark(parsed));
           return false;
         }
       }
@@ -220,26 +250,50 @@ Result<json> KernelReportFromText(std::string_view text, const KernelReportOptio
     return Status::Infra("kernel timing file has a bad record: " + e.message);
   }
 
+  const json& doc = p.doc;
   if (!doc.is_object() || !doc.contains("v") || doc["v"] != 1) {
     return Status::Infra("kernel timing file is not format v1");
   }
   if (auto it = doc.find("error"); it != doc.end()) {
     return Status::Infra("kernel timing unavailable: " + (it->is_string() ? it->get<std::string>() : it->dump()));
   }
-  std::vector<std::string> names;
   if (auto it = doc.find("names"); it != doc.end() && it->is_array()) {
     for (const json& n : *it) {
       if (!n.is_object() || !n.contains("name") || !n["name"].is_string()) {
         return Status::Infra("kernel timing file has a bad \"names\" entry");
       }
-      names.push_back(SanitizeUtf8(n["name"].get<std::string>()));
+      p.names.push_back(SanitizeUtf8(n["name"].get<std::string>()));
+      auto m = n.find("mangled");
+      p.mangled.push_back(m != n.end() && m->is_string() ? m->get<std::string>() : n["name"].get<std::string>());
     }
-  } else if (!kernels.empty()) {
+  } else if (!p.kernels.empty()) {
     return Status::Infra("kernel timing file has kernels but no \"names\"");
   }
-  for (const Kernel& k : kernels) {
-    if (k.name_id >= names.size()) return Status::Infra("kernel timing file has a name_id out of range");
+  for (const Kernel& k : p.kernels) {
+    if (k.name_id >= p.names.size()) return Status::Infra("kernel timing file has a name_id out of range");
   }
+  return p;
+}
+
+uint64_t DocU64(const json& doc, const char* key) {
+  auto it = doc.find(key);
+  return it != doc.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+}
+
+bool DocComplete(const json& doc) {
+  auto it = doc.find("complete");
+  return it != doc.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
+
+Result<json> KernelReportFromText(std::string_view text, const KernelReportOptions& options) {
+  auto parsed = ParseDocument(text);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<Kernel>& kernels = parsed->kernels;
+  const std::vector<Copy>& copies = parsed->copies;
+  const std::vector<std::string>& names = parsed->names;
+  const json& doc = parsed->doc;
 
   json report = EmptyKernelReport();
   std::stable_sort(kernels.begin(), kernels.end(),
@@ -308,6 +362,109 @@ void AttachKernelReport(const std::filesystem::path& path, json* program, const 
   json report = r.ok() ? std::move(r).value() : EmptyKernelReport();
   if (!r.ok()) report["kernels_error"] = r.status().message();
   for (auto& [key, value] : report.items()) (*program)[key] = std::move(value);
+}
+
+Result<PhaseSummary> SummarizePhaseText(std::string_view text, std::string_view begin_label,
+                                        std::string_view end_label, const std::vector<std::string>& exclude_names,
+                                        size_t top_n) {
+  auto parsed = ParseDocument(text);
+  if (!parsed.ok()) return parsed.status();
+  const Parsed& p = *parsed;
+  PhaseSummary out;
+  out.complete = DocComplete(p.doc);
+  out.records_dropped = DocU64(p.doc, "dropped");
+  out.records_truncated = DocU64(p.doc, "truncated_kernels") > 0;
+  out.marks_dropped = DocU64(p.doc, "marks_dropped");
+
+  // Marks are written in call order, but several threads may mark: order by time.
+  std::vector<Mark> marks = p.marks;
+  std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) { return a.ts_ns < b.ts_ns; });
+  for (const Mark& m : marks) {
+    if (!out.begin_found) {
+      if (m.label == begin_label) {
+        out.begin_found = true;
+        out.begin_ns = m.ts_ns;
+      }
+    } else if (m.label == end_label) {
+      out.end_found = true;
+      out.end_ns = m.ts_ns;
+      break;
+    }
+  }
+  // With end_label == begin_label the end is the next such mark.
+  if (!out.begin_found || !out.end_found) return out;
+  out.span_ms = Ms(out.end_ns - out.begin_ns);
+
+  std::vector<bool> excluded(p.names.size(), false);
+  for (size_t i = 0; i < p.names.size(); ++i) {
+    for (const std::string& x : exclude_names) {
+      if (p.names[i] == x || p.mangled[i] == x) excluded[i] = true;
+    }
+  }
+  struct Acc {
+    uint64_t launches = 0;
+    uint64_t ns = 0;
+  };
+  std::map<std::string_view, Acc> by_name;
+  std::vector<std::pair<uint64_t, uint64_t>> intervals;
+  uint64_t sum_ns = 0;
+  for (const Kernel& k : p.kernels) {
+    if (k.start_ns < out.begin_ns || k.start_ns > out.end_ns) continue;
+    if (excluded[k.name_id]) {
+      ++out.excluded_kernels;
+      continue;
+    }
+    ++out.kernels;
+    sum_ns += k.end_ns - k.start_ns;
+    intervals.emplace_back(k.start_ns, k.end_ns);
+    Acc& a = by_name[p.names[k.name_id]];
+    ++a.launches;
+    a.ns += k.end_ns - k.start_ns;
+  }
+  out.kernel_sum_ms = Ms(sum_ns);
+  out.kernel_busy_ms = Ms(UnionNs(intervals));
+  std::vector<std::pair<std::string_view, Acc>> rows(by_name.begin(), by_name.end());
+  // Most total time first; ties by name so the order is deterministic.
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.ns != b.second.ns ? a.second.ns > b.second.ns : a.first < b.first;
+  });
+  for (size_t i = 0; i < rows.size() && i < top_n; ++i) {
+    out.top.push_back({std::string(rows[i].first), rows[i].second.launches, Ms(rows[i].second.ns)});
+  }
+  return out;
+}
+
+Result<PhaseSummary> SummarizePhase(const std::filesystem::path& file, std::string_view begin_label,
+                                    std::string_view end_label, const std::vector<std::string>& exclude_names,
+                                    size_t top_n) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    return Status::Infra("kernel timing file " + file.string() + " is missing: the CUPTI injection did not run");
+  }
+  auto text = ReadFile(file, KernelReportOptions{}.max_file_bytes);
+  if (!text.ok()) {
+    return Status::Infra("cannot read kernel timing file " + file.string() + ": " + text.status().message());
+  }
+  return SummarizePhaseText(*text, begin_label, end_label, exclude_names, top_n);
+}
+
+json ToJson(const PhaseSummary& s) {
+  json top = json::array();
+  for (const PhaseKernelTotal& t : s.top) {
+    top.push_back({{"name", t.name}, {"launches", t.launches}, {"total_ms", t.total_ms}});
+  }
+  return {{"begin_found", s.begin_found},
+          {"end_found", s.end_found},
+          {"span_ms", s.span_ms},
+          {"kernels", s.kernels},
+          {"excluded_kernels", s.excluded_kernels},
+          {"kernel_sum_ms", s.kernel_sum_ms},
+          {"kernel_busy_ms", s.kernel_busy_ms},
+          {"top", std::move(top)},
+          {"complete", s.complete},
+          {"records_dropped", s.records_dropped},
+          {"records_truncated", s.records_truncated},
+          {"marks_dropped", s.marks_dropped}};
 }
 
 }  // namespace assay

@@ -1,7 +1,10 @@
 #include "cupti/kernel_report.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <climits>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -231,6 +234,152 @@ TEST(KernelReportTest, IncompleteSnapshotIsFlagged) {
   EXPECT_EQ((*r)["kernels_complete"], false);
   EXPECT_EQ((*r)["kernel_records_truncated"], true);
   EXPECT_EQ((*r)["kernel_warnings"], json({"no memset records: x"}));
+}
+
+// ---- SummarizePhase -------------------------------------------------------
+
+// testdata/ is copied next to this binary at configure time, so the build
+// folder can travel; the source tree is the fallback.
+std::filesystem::path TestData(const std::string& name) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    auto p = std::filesystem::path(std::string(buf, static_cast<size_t>(n))).parent_path() / "testdata" / name;
+    if (std::filesystem::exists(p)) return p;
+  }
+  return std::filesystem::path(ASSAY_SOURCE_DIR) / "src/cupti/testdata" / name;
+}
+
+// phase_marks.json: marks listed out of time order (the summary sorts them);
+// "timed.begin" at 10 us and 60 us, "timed.end" at 50 us and 70 us.
+// Between 10 and 50 us: gemm at [10,12) (starts on the mark), an excluded
+// flush at [12,13), gemm [13,17), reduce [14,16) on a second stream (overlaps),
+// reduce [20,21), gemm [50,53) (starts on the end mark: in, whole duration).
+// Outside: gemm at 9 us, reduce at 50.001 us, gemm at 61 us.
+TEST(PhaseSummaryTest, SumsKernelsBetweenTheFirstBeginAndTheNextEnd) {
+  auto r = SummarizePhase(TestData("phase_marks.json"), "timed.begin", "timed.end", {"assay_l2_flush"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const PhaseSummary& s = *r;
+  EXPECT_TRUE(s.begin_found);
+  EXPECT_TRUE(s.end_found);
+  EXPECT_EQ(s.begin_ns, 10000u);
+  EXPECT_EQ(s.end_ns, 50000u);
+  EXPECT_DOUBLE_EQ(s.span_ms, 0.04);
+  EXPECT_EQ(s.kernels, 5u);
+  EXPECT_EQ(s.excluded_kernels, 1u);
+  EXPECT_DOUBLE_EQ(s.kernel_sum_ms, 0.012);   // 2 + 4 + 2 + 1 + 3 us
+  EXPECT_DOUBLE_EQ(s.kernel_busy_ms, 0.010);  // [10,12) [13,17) [20,21) [50,53)
+  ASSERT_EQ(s.top.size(), 2u);
+  EXPECT_EQ(s.top[0].name, "void gemm<float>(float*)");
+  EXPECT_EQ(s.top[0].launches, 3u);
+  EXPECT_DOUBLE_EQ(s.top[0].total_ms, 0.009);
+  EXPECT_EQ(s.top[1].name, "reduce");
+  EXPECT_EQ(s.top[1].launches, 2u);
+  EXPECT_DOUBLE_EQ(s.top[1].total_ms, 0.003);
+  EXPECT_TRUE(s.complete);
+  EXPECT_EQ(s.records_dropped, 0u);
+  EXPECT_FALSE(s.records_truncated);
+  EXPECT_EQ(s.marks_dropped, 2u);
+
+  nlohmann::json j = ToJson(s);
+  EXPECT_EQ(j["kernels"], 5);
+  EXPECT_EQ(j["top"][0]["launches"], 3);
+  EXPECT_EQ(j["marks_dropped"], 2);
+  EXPECT_DOUBLE_EQ(j["kernel_busy_ms"].get<double>(), 0.010);
+}
+
+TEST(PhaseSummaryTest, WithoutExclusionsTheFlushCounts) {
+  auto r = SummarizePhase(TestData("phase_marks.json"), "timed.begin", "timed.end", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kernels, 6u);
+  EXPECT_EQ(r->excluded_kernels, 0u);
+  EXPECT_DOUBLE_EQ(r->kernel_sum_ms, 0.013);
+  EXPECT_DOUBLE_EQ(r->kernel_busy_ms, 0.011);  // the flush fills [12,13)
+}
+
+TEST(PhaseSummaryTest, ExcludesByMangledNameAndCapsTheTopList) {
+  auto r = SummarizePhase(TestData("phase_marks.json"), "timed.begin", "timed.end", {"_Z4gemmIfEvPf", "assay_l2_flush"},
+                          /*top_n=*/1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kernels, 2u);
+  EXPECT_EQ(r->excluded_kernels, 4u);
+  ASSERT_EQ(r->top.size(), 1u);
+  EXPECT_EQ(r->top[0].name, "reduce");
+}
+
+TEST(PhaseSummaryTest, EndIsTheFirstEndMarkAfterTheBegin) {
+  // Begin at the first timed.end (50 us), end at the next timed.begin (60 us).
+  auto r = SummarizePhase(TestData("phase_marks.json"), "timed.end", "timed.begin", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->begin_ns, 50000u);
+  EXPECT_EQ(r->end_ns, 60000u);
+  EXPECT_EQ(r->kernels, 2u);  // gemm at 50 us, reduce at 50.001 us
+  // The same label for both: the end is the next mark so named.
+  auto same = SummarizePhase(TestData("phase_marks.json"), "timed.begin", "timed.begin", {});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->begin_ns, 10000u);
+  EXPECT_EQ(same->end_ns, 60000u);
+}
+
+TEST(PhaseSummaryTest, MissingMarksAreReportedNotErrors) {
+  auto no_end = SummarizePhase(TestData("phase_marks.json"), "timed.begin", "never", {});
+  ASSERT_TRUE(no_end.ok()) << no_end.status().ToString();
+  EXPECT_TRUE(no_end->begin_found);
+  EXPECT_FALSE(no_end->end_found);
+  EXPECT_EQ(no_end->kernels, 0u);
+  EXPECT_DOUBLE_EQ(no_end->kernel_sum_ms, 0.0);
+  // An end mark only before the begin does not count.
+  auto backwards = SummarizePhase(TestData("phase_marks.json"), "timed.end", "early", {});
+  ASSERT_TRUE(backwards.ok());
+  EXPECT_TRUE(backwards->begin_found);
+  EXPECT_FALSE(backwards->end_found);
+  auto no_begin = SummarizePhase(TestData("phase_marks.json"), "never", "timed.end", {});
+  ASSERT_TRUE(no_begin.ok());
+  EXPECT_FALSE(no_begin->begin_found);
+  EXPECT_FALSE(no_begin->end_found);
+  // A document without any marks (written before marks existed) is valid.
+  json doc = Doc({KernelRec(0, 0, kMs)});
+  auto old = SummarizePhaseText(doc.dump(), "a", "b", {});
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_FALSE(old->begin_found);
+  EXPECT_EQ(old->records_dropped, 3u);
+}
+
+TEST(PhaseSummaryTest, ErrorsAreInfraErrors) {
+  auto dir = TempDir::Create("cupti_phase_");
+  ASSERT_TRUE(dir.ok());
+  auto missing = SummarizePhase(dir->path() / "cupti.json", "a", "b", {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().error_class(), ErrorClass::kInfraError);
+  EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+
+  auto lib_error = SummarizePhaseText(R"({"v":1,"pid":9,"error":"cannot load libcupti"})", "a", "b", {});
+  ASSERT_FALSE(lib_error.ok());
+  EXPECT_NE(lib_error.status().message().find("cannot load libcupti"), std::string::npos);
+
+  json bad_mark = Doc(json::array());
+  bad_mark["marks"] = {{{"label", 5}, {"ts_ns", 1}}};
+  EXPECT_FALSE(SummarizePhaseText(bad_mark.dump(), "a", "b", {}).ok());
+  bad_mark["marks"] = {{{"label", "a"}, {"ts_ns", -1}}};
+  EXPECT_FALSE(SummarizePhaseText(bad_mark.dump(), "a", "b", {}).ok());
+  // The report of a file with marks is unchanged by them.
+  json with_marks = Doc({KernelRec(0, 0, kMs)});
+  with_marks["marks"] = {{{"label", "a"}, {"ts_ns", 1}}};
+  auto report = KernelReportFromText(with_marks.dump());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ((*report)["kernel_count"], 1);
+}
+
+TEST(PhaseSummaryTest, IncompleteFilesSaySo) {
+  json doc = Doc({KernelRec(0, 10, 20)});
+  doc["complete"] = false;
+  doc["truncated_kernels"] = 4;
+  doc["marks"] = {{{"label", "b"}, {"ts_ns", 5}}, {{"label", "e"}, {"ts_ns", 30}}};
+  auto r = SummarizePhaseText(doc.dump(), "b", "e", {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kernels, 1u);
+  EXPECT_FALSE(r->complete);
+  EXPECT_TRUE(r->records_truncated);
 }
 
 }  // namespace

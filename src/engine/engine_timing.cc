@@ -46,12 +46,21 @@ TimingReport TimeKernel(KernelTimer& timer, const KernelLaunch& launch, const Jo
   }
   const TimingResult& r = *measured;
   rep.timing = ToJson(r);
+  if (r.clocks_disagree) {
+    rep.warnings.insert(
+        "timing: the kernel's GPU records cover less time than the events around it (work outside the recorded "
+        "kernels); the event time is reported, see timing.notes");
+  }
 
   const double seconds = r.stats.median_ms / 1e3;
   const bool bytes_given = spec.bytes.has_value();
   const double bytes = bytes_given ? *spec.bytes : static_cast<double>(DefaultTrafficBytes(plan));
   nlohmann::json& t = rep.throughput;
-  t = {{"bytes", bytes}, {"bytes_source", bytes_given ? "spec" : "tensors"}, {"time_ms", r.stats.median_ms}};
+  // time_ms is the timing median: CUPTI's GPU time when timing.source is "cupti".
+  t = {{"bytes", bytes},
+       {"bytes_source", bytes_given ? "spec" : "tensors"},
+       {"time_ms", r.stats.median_ms},
+       {"time_source", r.source}};
   if (seconds > 0) t["bandwidth_bytes_per_s"] = bytes / seconds;
   if (spec.flops) {
     t["flops"] = *spec.flops;

@@ -8,7 +8,9 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/cuda_handles.h"
 #include "measure/blocking_kernel.h"
+#include "measure/cupti_tracer.h"
 #include "measure/helper_kernels.h"
+#include "measure/launch_match.h"
 
 namespace assay {
 namespace {
@@ -38,6 +40,26 @@ double WallMs(std::chrono::steady_clock::time_point since) {
 // A batch is at most kMaxBatch samples; queueing one takes well under 10 ms.
 constexpr double kBlockingTimeoutMs = 1000;
 
+// The timer's own kernels, which are in CUPTI's record but in no sample.
+const std::vector<std::string>& HelperKernelNames() {
+  static const std::vector<std::string> names = {"assay_blocking_kernel", "assay_empty"};
+  return names;
+}
+
+// Stops CUPTI recording on every way out of a measurement.
+class TracingScope {
+ public:
+  explicit TracingScope(CuptiTracer* t) : t_(t) {}
+  TracingScope(const TracingScope&) = delete;
+  TracingScope& operator=(const TracingScope&) = delete;
+  ~TracingScope() {
+    if (t_) t_->Disable();
+  }
+
+ private:
+  CuptiTracer* t_;
+};
+
 // Owns a captured graph and its executable instance.
 struct CapturedGraph {
   CUgraph graph = nullptr;
@@ -54,10 +76,11 @@ struct CapturedGraph {
 class KernelTimerImpl final : public KernelTimer {
  public:
   KernelTimerImpl(GpuInfo gpu, HelperKernels helpers, Stream stream, DeviceBuffer flush,
-                  BlockingKernel blocking, std::vector<Event> starts, std::vector<Event> stops)
+                  BlockingKernel blocking, std::vector<Event> starts, std::vector<Event> stops,
+                  CuptiTracer* tracer, std::string tracer_error)
       : gpu_(std::move(gpu)), helpers_(std::move(helpers)), stream_(std::move(stream)),
         flush_(std::move(flush)), blocking_(std::move(blocking)), starts_(std::move(starts)),
-        stops_(std::move(stops)) {}
+        stops_(std::move(stops)), tracer_(tracer), tracer_error_(std::move(tracer_error)) {}
 
   CUstream stream() const override { return stream_.get(); }
 
@@ -67,7 +90,7 @@ class KernelTimerImpl final : public KernelTimer {
     TimingResult r;
     r.mode = options.mode;
     r.event_overhead_ms = *overhead_ms_;
-    Status s = MeasureInto(launch, options, r);
+    Status s = MeasureInto(launch, options, /*allow_cupti=*/true, r);
     if (!s.ok()) {
       // Never leave work pending: release a held stream and wait it out. The
       // sync's own error (the sticky fault again) adds nothing to `s`.
@@ -93,7 +116,7 @@ class KernelTimerImpl final : public KernelTimer {
     o.time_budget_ms = 20;
     o.warmup_ms = 5;
     TimingResult r;
-    Status s = MeasureInto(launch, o, r);
+    Status s = MeasureInto(launch, o, /*allow_cupti=*/false, r);
     if (!s.ok()) {
       blocking_.Release();
       Cu().cuStreamSynchronize(stream_.get());
@@ -187,8 +210,9 @@ class KernelTimerImpl final : public KernelTimer {
     return Status::Ok();
   }
 
-  // One batch of `n` samples queued behind the blocking kernel.
-  Status RunBatch(const LaunchFn& run, bool cold, int n, TimingResult& r) {
+  // One batch of `n` samples queued behind the blocking kernel; appends the
+  // event-timed samples to *event_ms.
+  Status RunBatch(const LaunchFn& run, bool cold, int n, TimingResult& r, std::vector<double>* event_ms) {
     ASSAY_RETURN_IF_ERROR(blocking_.Enqueue(stream_.get(), kBlockingTimeoutMs));
     for (int i = 0; i < n; ++i) {
       if (cold) ASSAY_RETURN_IF_ERROR(EnqueueFlush(i));
@@ -202,23 +226,43 @@ class KernelTimerImpl final : public KernelTimer {
     for (int i = 0; i < n; ++i) {
       auto ms = Elapsed(i);
       if (!ms.ok()) return ms.status();
-      r.samples_ms.push_back(*ms);
+      event_ms->push_back(*ms);
     }
     ++r.batches;
     return Status::Ok();
   }
 
-  // The samples the statistics use: the non-throttled ones when at least
-  // min_samples of them remain, else all.
-  std::vector<double> UsedSamples(const TimingResult& r, int min_samples, bool* dropped) const {
-    std::vector<double> clean;
-    for (size_t i = 0; i < r.samples_ms.size(); ++i)
-      if (!r.throttled[i]) clean.push_back(r.samples_ms[i]);
-    *dropped = clean.size() < r.samples_ms.size() && static_cast<int>(clean.size()) >= min_samples;
-    return *dropped ? clean : r.samples_ms;
+  // One synchronised run of the launch alone (no flush, no events) with CUPTI
+  // recording: which kernels one launch runs. Ok with *error set when CUPTI
+  // could not say; a failing launch is the measurement's error.
+  Status ProbeSignature(const LaunchFn& run, CuptiTracer& tracer, std::vector<std::string>* signature,
+                        std::string* error) {
+    const uint64_t since = tracer.Now();
+    ASSAY_RETURN_IF_ERROR(run(stream_.get()));
+    ASSAY_RETURN_IF_ERROR(Sync());
+    std::vector<KernelSpan> records;
+    if (Status c = tracer.Collect(since, 1, HelperKernelNames(), &records); !c.ok()) {
+      *error = c.message();
+      return Status::Ok();
+    }
+    *signature = LaunchSignature(records, HelperKernelNames());
+    if (signature->empty()) *error = "CUPTI recorded no kernel for one launch";
+    return Status::Ok();
   }
 
-  Status MeasureInto(const LaunchFn& launch, const TimingOptions& o, TimingResult& r) {
+  // Samples the statistics use: the non-throttled ones when at least
+  // min_samples of them remain, else all.
+  static std::vector<double> UsedSamples(const std::vector<double>& samples, const std::vector<bool>& throttled,
+                                         int min_samples, bool* dropped) {
+    std::vector<double> clean;
+    for (size_t i = 0; i < samples.size(); ++i)
+      if (!throttled[i]) clean.push_back(samples[i]);
+    *dropped = clean.size() < samples.size() && static_cast<int>(clean.size()) >= min_samples;
+    return *dropped ? clean : samples;
+  }
+
+  // `allow_cupti`: false for the timer's own event-overhead measurement.
+  Status MeasureInto(const LaunchFn& launch, const TimingOptions& o, bool allow_cupti, TimingResult& r) {
     std::vector<std::string> notes;
     std::optional<GpuTelemetry> before = ReadTelemetry();
     r.has_telemetry = before.has_value();
@@ -234,6 +278,20 @@ class KernelTimerImpl final : public KernelTimer {
       }
     }
 
+    // CUPTI records from before the warm-up, so the warm-up also absorbs
+    // CUPTI's first-launch costs.
+    CuptiTracer* tracer = nullptr;
+    if (allow_cupti && o.cupti) {
+      if (tracer_ == nullptr) {
+        notes.push_back("CUPTI unavailable (" + tracer_error_ + "): CUDA-event timing");
+      } else if (Status e = tracer_->Enable(); !e.ok()) {
+        notes.push_back("CUPTI unavailable (" + e.message() + "): CUDA-event timing");
+      } else {
+        tracer = tracer_;
+      }
+    }
+    TracingScope tracing(tracer);
+
     CapturedGraph graph;
     LaunchFn run = launch;
     if (o.mode == TimingMode::kGraph) {
@@ -245,6 +303,17 @@ class KernelTimerImpl final : public KernelTimer {
 
     double per_sample_ms = 0;
     ASSAY_RETURN_IF_ERROR(Warmup(run, cold, o, r, &per_sample_ms));
+    std::vector<std::string> signature;
+    if (tracer) {
+      std::string why;
+      ASSAY_RETURN_IF_ERROR(ProbeSignature(run, *tracer, &signature, &why));
+      if (!why.empty()) {
+        notes.push_back("CUPTI timing not used (" + why + "): CUDA-event timing");
+        tracer = nullptr;
+      }
+    }
+    // Both clocks for every sample; r.samples_ms is the one reported.
+    std::vector<double> event_ms, cupti_ms;
 
     const StopRule rule{o.min_samples, o.max_samples, o.noise_target, o.time_budget_ms};
     std::optional<GpuTelemetry> prev = before;
@@ -254,19 +323,53 @@ class KernelTimerImpl final : public KernelTimer {
     while (decision == StopDecision::kContinue) {
       const int taken = static_cast<int>(r.samples_ms.size());
       const int n = PlanBatch(rule, per_sample_ms, taken, WallMs(t0));
-      ASSAY_RETURN_IF_ERROR(RunBatch(run, cold, n, r));
+      const uint64_t since = tracer ? tracer->Now() : 0;
+      const size_t batch_begin = event_ms.size();
+      ASSAY_RETURN_IF_ERROR(RunBatch(run, cold, n, r, &event_ms));
+      if (tracer) {
+        std::vector<KernelSpan> records;
+        Status c = tracer->Collect(since, static_cast<size_t>(n) * signature.size(), HelperKernelNames(), &records);
+        Result<std::vector<double>> m =
+            c.ok() ? MatchBatch(std::move(records), signature, HelperKernelNames(),
+                                std::span<const double>(event_ms).subspan(batch_begin))
+                   : Result<std::vector<double>>(c);
+        if (m.ok()) {
+          cupti_ms.insert(cupti_ms.end(), m->begin(), m->end());
+        } else {
+          notes.push_back("CUPTI records did not match the samples (batch " + std::to_string(r.batches) + ": " +
+                          m.status().message() + "): CUDA-event timing");
+          tracer = nullptr;
+        }
+      }
+      r.samples_ms = tracer ? cupti_ms : event_ms;
       // A batch counts as throttled when the reading just before it was queued
       // or the one just after it finished reports a throttle reason.
       std::optional<GpuTelemetry> after = r.has_telemetry ? ReadTelemetry() : std::nullopt;
       const bool throttled = Throttled(prev) || Throttled(after);
       r.throttled.insert(r.throttled.end(), n, throttled);
       if (after) prev = after;
-      std::vector<double> used = UsedSamples(r, o.min_samples, &dropped);
+      std::vector<double> used = UsedSamples(r.samples_ms, r.throttled, o.min_samples, &dropped);
       r.stats = ComputeStats(used);
       decision = DecideStop(rule, r.stats.samples, static_cast<int>(r.samples_ms.size()), r.stats.noise, WallMs(t0));
     }
     r.sampling_ms = WallMs(t0);
+    bool event_dropped = false;
+    r.event_median_ms = Median(UsedSamples(event_ms, r.throttled, o.min_samples, &event_dropped));
     r.stats.converged = decision == StopDecision::kConverged;
+    if (tracer && ClocksDisagree(r.stats.median_ms, r.event_median_ms, r.event_overhead_ms)) {
+      // The events saw GPU work that the kernel records do not cover (e.g.
+      // work a kernel hands to device-launched grids): the events, which
+      // bracket everything on the stream, are the honest figure.
+      notes.push_back("CUPTI kernels cover less than the events (" + std::to_string(r.stats.median_ms) + " vs " +
+                      std::to_string(r.event_median_ms) + " ms): CUDA-event timing");
+      r.clocks_disagree = true;
+      tracer = nullptr;
+      r.samples_ms = event_ms;
+      r.stats = ComputeStats(UsedSamples(r.samples_ms, r.throttled, o.min_samples, &dropped));
+      r.stats.converged = r.stats.noise <= o.noise_target;
+    }
+    r.source = tracer ? "cupti" : "cuda_event";
+    r.kernels_per_sample = tracer ? static_cast<int>(signature.size()) : 0;
     r.stop_reason = std::string(StopDecisionName(decision));
     r.throttled_samples = static_cast<int>(std::count(r.throttled.begin(), r.throttled.end(), true));
 
@@ -291,6 +394,8 @@ class KernelTimerImpl final : public KernelTimer {
   DeviceBuffer flush_;
   BlockingKernel blocking_;
   std::vector<Event> starts_, stops_;  // the ring: one pair per sample of a batch
+  CuptiTracer* tracer_;                // the process's tracer; null when CUPTI cannot be used
+  std::string tracer_error_;           // why tracer_ is null
   std::optional<double> overhead_ms_;  // MeasureOverheadOnce
 };
 
@@ -340,9 +445,12 @@ Result<std::unique_ptr<KernelTimer>> KernelTimer::Create(const GpuInfo& gpu, con
     starts.push_back(std::move(*a));
     stops.push_back(std::move(*b));
   }
-  return std::unique_ptr<KernelTimer>(
-      std::make_unique<KernelTimerImpl>(gpu, std::move(*helpers), std::move(*stream), std::move(*flush),
-                                        std::move(*blocking), std::move(starts), std::move(stops)));
+  // CUPTI is optional: without it samples come from CUDA events (noted in
+  // every result). Loading it here puts its one-time start-up cost in Create.
+  Result<CuptiTracer*> tracer = CuptiTracer::Get();
+  return std::unique_ptr<KernelTimer>(std::make_unique<KernelTimerImpl>(
+      gpu, std::move(*helpers), std::move(*stream), std::move(*flush), std::move(*blocking), std::move(starts),
+      std::move(stops), tracer.ok() ? *tracer : nullptr, tracer.ok() ? std::string() : tracer.status().message()));
 }
 
 }  // namespace assay

@@ -1,5 +1,6 @@
-// Kernel timing by the measurement rules of PRODUCT.md: device events on the
-// worker's own stream, time-based warm-up, cold mode (L2 flushed with a buffer
+// Kernel timing by the measurement rules of PRODUCT.md: per-sample GPU
+// durations from CUPTI activity records (CUDA events around each sample as the
+// cross-check and the fallback) on the worker's own stream, time-based warm-up, cold mode (L2 flushed with a buffer
 // sized from the device, persisting L2 reset) with launches queued behind a
 // blocking kernel so host launch latency stays out of the samples, hot and
 // CUDA-graph modes, adaptive stopping, full statistics, raw samples, NVML
@@ -44,6 +45,9 @@ struct TimingOptions {
   // kGraph only: flush L2 before each graph launch (outside the graph). Cold
   // is the default for graphs too; false gives hot graph replays.
   bool graph_cold = true;
+  // Take each sample's time from CUPTI's kernel records (first kernel start to
+  // last kernel end of the launch) when CUPTI can be used; false: CUDA events.
+  bool cupti = true;
 };
 
 struct TimingResult {
@@ -67,6 +71,16 @@ struct TimingResult {
   // measured once per KernelTimer) [ms]: the fixed cost of event timing that
   // every sample includes (~3 us on an H200). Reported, never subtracted.
   double event_overhead_ms = 0;
+  // Additions (2026-11-22): where samples_ms and the statistics come from.
+  std::string source = "cuda_event";  // "cupti" | "cuda_event" (fallback reason in notes)
+  // Median of the event-timed samples (same samples used as the statistics),
+  // the cross-check of a CUPTI median [ms]; equals stats.median_ms for events.
+  double event_median_ms = 0;
+  int kernels_per_sample = 0;  // CUPTI: kernels one launch runs; 0 for events
+  // The CUPTI median was well below event median - event overhead: work the
+  // kernel records do not cover; the events were reported instead (source
+  // "cuda_event"), see docs/measurement.md.
+  bool clocks_disagree = false;
 };
 
 // Enqueues exactly one execution of the code under test on `stream`.

@@ -3,6 +3,11 @@
 // stream, and one spin_1ms that busy-waits 1 ms on %globaltimer. Its stdout is
 // deterministic so the test can check that the injection changes nothing.
 // `cupti_probe reset` also calls cudaDeviceReset() before exiting.
+// `cupti_probe marks` runs a different sequence instead (RunMarks below): it
+// loads $CUDA_INJECTION64_PATH with dlopen, as the Python harness does with
+// ctypes, and calls AssayCuptiMark around a phase of known kernels.
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,7 +53,76 @@ extern "C" __global__ void spin_1ms(unsigned long long* elapsed) {
   *elapsed = t - t0;
 }
 
+// Spins for `ns` on %globaltimer (one thread).
+extern "C" __global__ void spin_ns(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+// Named like the Python harness's L2 flush, which a phase summary excludes.
+extern "C" __global__ void assay_l2_flush(int* p, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = i;
+}
+
+// Outside the phase: 5 probe::scale before, 2 after. Inside "phase.begin" ..
+// "phase.end": 3 x spin_ns(100 us) and 3 x assay_l2_flush on the legacy
+// stream, 2 x probe::add_n<3> on a second stream. One mark is taken before
+// CUDA is initialised (dropped and counted), two with labels that need
+// sanitising. Prints "marks: <n> calls" (0 without the injection).
+int RunMarks() {
+  using MarkFn = void (*)(const char*);
+  MarkFn mark = nullptr;
+  if (const char* lib = std::getenv("CUDA_INJECTION64_PATH"); lib && *lib) {
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) mark = reinterpret_cast<MarkFn>(dlsym(h, "AssayCuptiMark"));
+  }
+  int calls = 0;
+  auto Mark = [&](const char* label) {
+    if (mark) {
+      mark(label);
+      ++calls;
+    }
+  };
+  Mark("before.cuda");  // the driver has not loaded the injection's CUPTI side yet
+  float* df = nullptr;
+  int* di = nullptr;
+  const int nf = 8 * 2 * 64 * 2, ni = 3 * 32, nflush = 4096;
+  int* dflush = nullptr;
+  CHECK(cudaMalloc(&df, nf * sizeof(float)));
+  CHECK(cudaMalloc(&di, ni * sizeof(int)));
+  CHECK(cudaMalloc(&dflush, nflush * sizeof(int)));
+  CHECK(cudaMemset(df, 0, nf * sizeof(float)));
+  CHECK(cudaMemset(di, 0, ni * sizeof(int)));
+  cudaStream_t side;
+  CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  for (int r = 0; r < 5; ++r) probe::scale<<<dim3(8, 2, 1), dim3(64, 2, 1)>>>(df, 2.0f, nf);
+  CHECK(cudaDeviceSynchronize());
+  Mark("phase.begin");
+  for (int r = 0; r < 3; ++r) {
+    assay_l2_flush<<<nflush / 256, 256>>>(dflush, nflush);
+    spin_ns<<<1, 1>>>(100000ull);
+  }
+  for (int r = 0; r < 2; ++r) probe::add_n<3><<<dim3(3, 1, 1), dim3(32, 1, 1), 1024, side>>>(di, ni);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  Mark("phase.end");
+  for (int r = 0; r < 2; ++r) probe::scale<<<dim3(8, 2, 1), dim3(64, 2, 1)>>>(df, 2.0f, nf);
+  CHECK(cudaDeviceSynchronize());
+  Mark("tab\there \xc3\xa9");
+  Mark("0123456789012345678901234567890123456789012345678901234567890123456789");  // 70 bytes
+  CHECK(cudaStreamDestroy(side));
+  CHECK(cudaFree(df));
+  CHECK(cudaFree(di));
+  CHECK(cudaFree(dflush));
+  std::printf("marks: %d calls\n", calls);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "marks") == 0) return RunMarks();
   const int nf = 8 * 2 * 64 * 2;
   const int ni = 3 * 32;
   std::vector<float> hf(nf);
