@@ -20,7 +20,7 @@ HAS_GPU=0
 "$ASSAY" gpus --json | grep -q '"index"' && HAS_GPU=1
 
 failures=0
-run() {  # run TITLE NEEDS_GPU CMD...
+run() {  # run TITLE NEEDS_GPU CMD...   (CMD: assay's arguments, or a script with --script)
   local title=$1 needs_gpu=$2; shift 2
   echo
   echo "== $title"
@@ -28,8 +28,9 @@ run() {  # run TITLE NEEDS_GPU CMD...
     echo "   skipped: this needs a GPU, and this machine has none (run it on a GPU host)."
     return
   fi
-  echo "   \$ assay $*"
-  "$ASSAY" "$@" || { echo "   -> exit code $?"; failures=$((failures + 1)); }
+  local cmd=("$ASSAY" "$@")
+  if [ "$1" = --script ]; then shift; cmd=("$@"); echo "   \$ $*"; else echo "   \$ assay $*"; fi
+  "${cmd[@]}" || { echo "   -> exit code $?"; failures=$((failures + 1)); }
 }
 
 run "Compile on the client, no server, no GPU" 0 compile examples/compile/saxpy.cu --arch sm_90 -o "$DATA/saxpy.cubin"
@@ -39,6 +40,8 @@ run "A program using the CUDA runtime" 1 run examples/device_query/device_query.
 for f in examples/vector_add/*.cu; do
   [ -e "$f" ] && run "Kernel with its contract in the source: $f" 1 run "$f"
 done
+run "A cubin compiled on the client, CSR data uploaded as blobs (seed 003's SpMV)" 1 \
+  --script examples/spmv/run.sh "$ASSAY"
 echo
 "$ASSAY" list
 echo

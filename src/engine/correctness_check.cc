@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "engine/host_values.h"
-#include "engine/npy.h"
 #include "gpu/cuda_driver.h"
 
 namespace assay {
@@ -203,8 +202,10 @@ CheckOutcome RunCheck(const CheckEnv& env, uint64_t seed, bool show_seed, const 
     if (a.role == ArgRole::kOut) {
       s = env.helpers->Poison(env.stream, b.cand[i].get(), t.count, a.dtype);
     } else if (t.upload) {
+      const void* src = t.upload->data();
+      if (env.upload_sources && (*env.upload_sources)[i]) src = (*env.upload_sources)[i];
       if (t.bytes > 0)
-        if (CUresult r = Cu().cuMemcpyHtoDAsync(b.cand[i].get(), t.upload->data(), t.bytes, env.stream);
+        if (CUresult r = Cu().cuMemcpyHtoDAsync(b.cand[i].get(), src, t.bytes, env.stream);
             r != CUDA_SUCCESS)
           s = Infra(r, "cuMemcpyHtoDAsync(input)", env.context_lost);
     } else {
@@ -270,21 +271,6 @@ CheckOutcome RunCheck(const CheckEnv& env, uint64_t seed, bool show_seed, const 
   out.report["outputs"] = std::move(outputs);
   if (!first_problem.empty()) return fail(Status::WrongResult(first_problem));
   out.report["passed"] = true;
-  return out;
-}
-
-Result<std::map<std::string, std::string>> ReadOutputsNpy(const JobPlan& plan, const JobBuffers& buffers) {
-  std::map<std::string, std::string> out;
-  for (const std::string& name : plan.spec.outputs) {
-    for (size_t i = 0; i < plan.tensors.size(); ++i) {
-      const TensorPlan& t = plan.tensors[i];
-      const ArgSpec& a = plan.spec.args[t.arg];
-      if (a.name != name) continue;
-      auto host = ReadBack(buffers.cand[i].get(), t.bytes, nullptr);
-      if (!host.ok()) return host.status();
-      out[name] = WriteNpy(a.dtype, t.shape, *host);
-    }
-  }
   return out;
 }
 

@@ -8,7 +8,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +39,10 @@ struct CheckEnv {
   const KernelLaunch* candidate = nullptr;
   const KernelLaunch* reference = nullptr;  // null unless the reference is a kernel
   JobBuffers* buffers = nullptr;
+  // Parallel to plan.tensors: the host copy each uploaded input is re-copied
+  // from before every check (the pinned staged copy, engine/transfers.h);
+  // null, or a null entry: the blob's bytes.
+  const std::vector<const void*>* upload_sources = nullptr;
   bool* context_lost = nullptr;
 };
 
@@ -51,8 +54,5 @@ struct CheckOutcome {
 
 // `label` is "trial 0" / "after timing"; seed is shown in the report unless secret.
 CheckOutcome RunCheck(const CheckEnv& env, uint64_t seed, bool show_seed, const std::string& label);
-
-// The candidate's current out/inout buffers named in spec.outputs, as .npy files.
-Result<std::map<std::string, std::string>> ReadOutputsNpy(const JobPlan& plan, const JobBuffers& buffers);
 
 }  // namespace assay

@@ -108,6 +108,13 @@ TEST_F(EngineTest, CorrectVectorAddPassesAgainstReferenceKernel) {
   auto a = ParseNpy(o.outputs_npy["out"]);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->shape, std::vector<int64_t>{1000});
+  // Nothing uploaded, one output of 1000 f32 returned.
+  const json& tr = o.result["transfers"];
+  EXPECT_EQ(tr["h2d"]["bytes"], 0);
+  EXPECT_TRUE(tr["h2d"]["bytes_per_s"].is_null());
+  EXPECT_EQ(tr["d2h"]["bytes"], 4000);
+  EXPECT_EQ(tr["d2h"]["tensors"], 1);
+  EXPECT_GT(tr["total_ms"].get<double>(), o.result["timing"]["sampling_ms"].get<double>());
   json t = o.result["timing"];
   t.erase("samples_ms");
   std::printf("vector add n=1000 timing: %s\nthroughput: %s\n", t.dump().c_str(),
@@ -135,6 +142,8 @@ TEST_F(EngineTest, PassesAgainstExpectedNpyOutputs) {
   KernelJobOutput o = Run(spec, blobs);
   ASSERT_TRUE(o.status.ok()) << Msg(o);
   EXPECT_EQ(o.result["correctness"]["reference"], "expected");
+  EXPECT_EQ(o.result["transfers"]["h2d"]["bytes"], 2 * n * 4);
+  EXPECT_EQ(o.result["transfers"]["h2d"]["tensors"], 2);
   // A wrong expected value fails with its index and both values.
   sum[500] += 1;
   std::string wrong = npy(sum);
@@ -144,6 +153,62 @@ TEST_F(EngineTest, PassesAgainstExpectedNpyOutputs) {
   KernelJobOutput bad = Run(spec, blobs);
   EXPECT_EQ(bad.status.error_class(), ErrorClass::kWrongResult) << Msg(bad);
   EXPECT_NE(bad.status.message().find("first at [500]"), std::string::npos) << bad.status.message();
+  // The inputs went in; the outputs of a failed job are never read back.
+  EXPECT_EQ(bad.result["transfers"]["h2d"]["bytes"], 2 * n * 4);
+  EXPECT_TRUE(bad.result["transfers"]["d2h"].is_null());
+  EXPECT_GT(bad.result["transfers"]["total_ms"].get<double>(), 0);
+}
+
+TEST_F(EngineTest, TransfersOfA64MiBInputAndOutputAreMeasured) {
+  // y = x over 64 MiB: x uploaded as npy, y returned and checked against x itself.
+  const int n = 16 << 20;
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i) x[i] = 0.25f * static_cast<float>(i);
+  const uint64_t bytes = uint64_t{64} << 20;
+  std::string file = WriteNpy(DType::kF32, {n}, std::string_view(reinterpret_cast<const char*>(x.data()), bytes));
+  const std::string hash = Sha256Hex(file);
+  json spec = {
+      {"schema_version", 1}, {"kind", "cuda"}, {"entry", "copy"},
+      {"source", {{"text", R"(
+extern "C" __global__ void copy(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+})"}}},
+      {"launch", {{"grid", {"ceil_div(n, 256)"}}, {"block", {256}}}},
+      {"args",
+       {{{"name", "x"}, {"role", "in"}, {"dtype", "f32"}, {"shape", {"n"}},
+         {"init", {{"kind", "blob"}, {"hash", hash}}}},
+        {{"name", "y"}, {"role", "out"}, {"dtype", "f32"}, {"shape", {"n"}}},
+        {{"name", "n"}, {"role", "scalar"}, {"dtype", "i32"}, {"value", n}}}},
+      {"reference", {{"expected", {{"y", {{"blob", hash}}}}}}},
+      {"correctness", {{"trials", 1}}},
+      {"timing", {{"enabled", false}}},
+      {"outputs", {"y"}}};
+  KernelJobOutput o = Run(spec, {{hash, file}});
+  ASSERT_TRUE(o.status.ok()) << Msg(o);
+  const json& tr = o.result["transfers"];
+  std::printf("transfers of 64 MiB each way: %s\n", tr.dump().c_str());
+  for (const char* dir : {"h2d", "d2h"}) {
+    SCOPED_TRACE(dir);
+    ASSERT_TRUE(tr[dir].is_object()) << tr.dump();
+    EXPECT_EQ(tr[dir]["bytes"].get<uint64_t>(), bytes);
+    EXPECT_EQ(tr[dir]["tensors"], 1);
+    EXPECT_TRUE(tr[dir]["pinned"].get<bool>());
+    EXPECT_GT(tr[dir]["ms"].get<double>(), 0);
+    // PCIe (or C2C) moves tens of GB/s; 1 GB/s would mean the copies were not timed alone.
+    EXPECT_GT(tr[dir]["bytes_per_s"].get<double>(), 1e9);
+    EXPECT_NEAR(tr[dir]["bytes_per_s"].get<double>(), bytes / (tr[dir]["ms"].get<double>() / 1e3), 1e3);
+  }
+  EXPECT_GE(tr["total_ms"].get<double>(), tr["h2d"]["ms"].get<double>() + tr["d2h"]["ms"].get<double>());
+  // What came back is what went in.
+  auto y = ParseNpy(o.outputs_npy["y"]);
+  ASSERT_TRUE(y.ok());
+  ASSERT_EQ(y->data.size(), bytes);
+  EXPECT_EQ(std::memcmp(y->data.data(), x.data(), bytes), 0);
+  // A second job of the same size reuses the warm staging memory and moves as fast.
+  KernelJobOutput again = Run(spec, {{hash, file}});
+  ASSERT_TRUE(again.status.ok()) << Msg(again);
+  EXPECT_GT(again.result["transfers"]["h2d"]["bytes_per_s"].get<double>(), 1e9);
 }
 
 TEST_F(EngineTest, UnwrittenOutputIsWrongResult) {

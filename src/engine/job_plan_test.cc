@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <vector>
 
 #include "common/util.h"
@@ -69,6 +71,64 @@ TEST(JobPlanTest, RejectsNonKernelKinds) {
   spec["launch"]["block"] = {2048};
   auto plan = PlanJob(Input(spec));
   EXPECT_EQ(plan.status().error_class(), ErrorClass::kRejected);
+}
+
+// examples/spmv: its spec plans with CSR arrays in the formats make_csr.py writes,
+// and its kernel compiles (the GPU run is examples/spmv/run.sh).
+TEST(ExampleSpmvTest, SpecPlansWithCsrArraysAndTheKernelCompiles) {
+  const std::filesystem::path dir = std::filesystem::path(ASSAY_SOURCE_DIR) / "examples/spmv";
+  auto text = ReadFile(dir / "spmv_job.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  nlohmann::json spec = nlohmann::json::parse(*text);
+  // A 4 x 4 matrix with 6 nonzeros: rows 0..3 hold 2, 1, 2, 1.
+  const std::vector<int32_t> row_ptr = {0, 2, 3, 5, 6}, col_idx = {0, 3, 1, 0, 2, 3};
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6}, x = {1, 1, 1, 1}, y = {3, 3, 9, 6};
+  auto npy = [](DType t, const auto& v) {
+    return WriteNpy(t, {static_cast<int64_t>(v.size())},
+                    std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * 4));
+  };
+  const std::map<std::string, std::string> files = {
+      {"row_ptr", npy(DType::kI32, row_ptr)}, {"col_idx", npy(DType::kI32, col_idx)},
+      {"values", npy(DType::kF32, values)}, {"x", npy(DType::kF32, x)}};
+  KernelJobInput in = Input(spec);
+  for (auto& a : in.spec["args"]) {
+    const std::string name = a["name"];
+    if (name == "rows") a["value"] = 4;
+    if (name == "nnz") a["value"] = 6;
+    if (files.count(name)) {
+      a["init"]["hash"] = Sha256Hex(files.at(name));
+      in.blobs[Sha256Hex(files.at(name))] = files.at(name);
+    }
+  }
+  const std::string expected = npy(DType::kF32, y);
+  in.spec["reference"]["expected"]["y"]["blob"] = Sha256Hex(expected);
+  in.blobs[Sha256Hex(expected)] = expected;
+  auto plan = PlanJob(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->spec.kind, JobKind::kCubin);
+  ASSERT_EQ(plan->tensors.size(), 5u);
+  EXPECT_EQ(plan->tensors[0].shape, std::vector<int64_t>{5});  // rows + 1
+  EXPECT_TRUE(plan->reference_expected);
+  EXPECT_EQ(plan->launch.grid[0], 1);  // ceil_div(4, 8)
+  EXPECT_EQ(plan->launch.block[0], 256);
+  // A row_ptr of the wrong length is refused before the GPU is touched.
+  in.spec["args"][0]["value"] = 5;
+  EXPECT_EQ(PlanJob(in).status().error_class(), ErrorClass::kRejected);
+
+  auto tmp = TempDir::Create("assay_example_spmv");
+  ASSERT_TRUE(tmp.ok());
+  CompilerOptions o;
+  o.cache_dir = tmp->path();
+  Compiler c(o);
+  if (c.ToolkitVersion().empty()) GTEST_SKIP() << "no CUDA toolkit";
+  auto source = ReadFile(dir / "spmv.cu");
+  ASSERT_TRUE(source.ok());
+  CompileRequest req;
+  req.source = *source;
+  req.arch = "sm_90";
+  CompileOutput out = c.Compile(req);
+  ASSERT_TRUE(out.status.ok()) << out.status.ToString() << "\n" << out.log;
+  EXPECT_TRUE(out.kernels.count("spmv_csr"));
 }
 
 // The helper kernels compile with the real NVRTC for Hopper (no GPU needed).

@@ -1,10 +1,12 @@
 // KernelEngine: the worker's warm context and the job flow of
 // docs/correctness.md: plan, memory check, modules, correctness trials,
-// timing, the re-check on new inputs, outputs, telemetry.
+// inputs in, timing, the re-check on new inputs, outputs out, telemetry.
 #include "engine/kernel_engine.h"
 
 #include <sys/random.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "common/log.h"
@@ -14,6 +16,7 @@
 #include "engine/helper_kernels.h"
 #include "engine/job_plan.h"
 #include "engine/kernel_launch.h"
+#include "engine/transfers.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/cuda_handles.h"
 #include "gpu/nvml.h"
@@ -73,6 +76,7 @@ class KernelEngineImpl final : public KernelEngine {
       if (auto t = (*nv)->Read(gpu_.uuid); t.ok()) telemetry["before"] = ToJson(*t);
     std::set<std::string> warnings;
     out.status = RunJob(input, &out, &warnings);
+    staging_.Trim();
     if (auto nv = Nvml(); nv.ok())
       if (auto t = (*nv)->Read(gpu_.uuid); t.ok()) telemetry["after"] = ToJson(*t);
     out.result["telemetry"] = std::move(telemetry);
@@ -134,13 +138,37 @@ class KernelEngineImpl final : public KernelEngine {
     cand->SetTensors(buffers->cand_by_arg);
     if (ref) ref->SetTensors(buffers->ref_by_arg);
 
+    // The run phase: inputs in, trials, timing, the re-check, outputs out.
+    // Its wall time is the result's transfers.total_ms.
+    const auto run_start = std::chrono::steady_clock::now();
+    nlohmann::json transfers = {{"h2d", nullptr}, {"d2h", nullptr}};
+    Status s = RunPhase(plan, *cand, ref ? &*ref : nullptr, &*buffers, out, &transfers, warnings);
+    transfers["total_ms"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count();
+    result["transfers"] = std::move(transfers);
+    return s;
+  }
+
+  Status RunPhase(const JobPlan& plan, const KernelLaunch& cand, const KernelLaunch* ref, JobBuffers* buffers,
+                  KernelJobOutput* out, nlohmann::json* transfers, std::set<std::string>* warnings) {
+    const JobSpec& spec = plan.spec;
+    nlohmann::json& result = out->result;
+    // One staging block serves both directions: outputs are read back only
+    // after the last check has copied its inputs from it.
+    void* staging = staging_.Get(std::max(UploadBytes(plan), OutputBytes(plan)));
+    std::vector<const void*> upload_sources;
+    auto h2d = UploadInputs(plan, *buffers, staging, stream_.get(), &upload_sources, &context_lost_);
+    if (!h2d.ok()) return h2d.status();
+    (*transfers)["h2d"] = ToJson(*h2d);
+
     CheckEnv env;
     env.plan = &plan;
     env.helpers = &helpers_;
     env.stream = stream_.get();
-    env.candidate = &*cand;
-    env.reference = ref ? &*ref : nullptr;
-    env.buffers = &*buffers;
+    env.candidate = &cand;
+    env.reference = ref;
+    env.buffers = buffers;
+    env.upload_sources = &upload_sources;
     env.context_lost = &context_lost_;
 
     // Seeds: trial k uses base + k; the re-check after timing base + trials.
@@ -175,7 +203,7 @@ class KernelEngineImpl final : public KernelEngine {
 
     const TimingSpec tspec = spec.timing.value_or(TimingSpec{});
     if (tspec.enabled) {
-      TimingReport t = TimeKernel(*timer_, *cand, plan, tspec, peaks_, gpu_, &context_lost_);
+      TimingReport t = TimeKernel(*timer_, cand, plan, tspec, peaks_, gpu_, &context_lost_);
       if (!t.status.ok()) {
         finish_correctness();
         return t.status;
@@ -195,9 +223,9 @@ class KernelEngineImpl final : public KernelEngine {
     correctness["passed"] = true;
     finish_correctness();
 
-    auto outs = ReadOutputsNpy(plan, *buffers);
-    if (!outs.ok()) return outs.status();
-    out->outputs_npy = std::move(*outs);
+    auto d2h = DownloadOutputs(plan, *buffers, staging, stream_.get(), &out->outputs_npy, &context_lost_);
+    if (!d2h.ok()) return d2h.status();
+    (*transfers)["d2h"] = ToJson(*d2h);
     return Status::Ok();
   }
 
@@ -206,6 +234,7 @@ class KernelEngineImpl final : public KernelEngine {
   Stream stream_;
   HelperKernels helpers_;
   std::unique_ptr<KernelTimer> timer_;
+  StagingArea staging_;  // pinned host memory for transfers, kept warm across jobs
   std::optional<DevicePeaks> peaks_;
   std::string peaks_note_;
   nlohmann::json gpu_json_;

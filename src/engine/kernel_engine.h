@@ -31,7 +31,8 @@ struct KernelJobInput {
 
 struct KernelJobOutput {
   Status status;                       // OK, or the job's failure class
-  nlohmann::json result;               // sections: correctness, timing, gpu, telemetry, launch, throughput
+  nlohmann::json result;               // sections: correctness, timing, gpu, telemetry, launch, throughput,
+                                       // transfers
   std::map<std::string, std::string> outputs_npy;  // spec.outputs: arg name -> .npy bytes
   // A sticky CUDA error (illegal address, trap, ...) corrupted the context: the
   // worker must report this job and then exit so a fresh one takes over.
