@@ -106,11 +106,15 @@ HELPER_PTX = r"""
 .target sm_70
 .address_size 64
 
-// Writes `value` into n16 16-byte words of buf (grid-stride loop): the cold-mode L2 flush.
+// Reads n16 16-byte words of buf (grid-stride loop, cached in L2 only): the cold-mode L2 flush.
+// Reading, not writing, leaves L2 holding clean lines only, so the timed call pays no write-back
+// of the flush's data (as Nsight Compute's flush + invalidate; a memset-style flush inflated
+// memory-bound times by 8-16 % on an H200). The xor of the words is stored only when it equals
+// `value`, so the loads cannot be dropped.
 .visible .entry assay_l2_flush(.param .u64 buf, .param .u64 n16, .param .u32 value)
 {
     .reg .pred p;
-    .reg .b32 r<6>;
+    .reg .b32 r<12>;
     .reg .b64 rd<8>;
     ld.param.u64 rd1, [buf];
     ld.param.u64 rd2, [n16];
@@ -123,15 +127,24 @@ HELPER_PTX = r"""
     mad.wide.u32 rd3, r2, r3, rd4;
     mov.u32 r5, %nctaid.x;
     mul.wide.u32 rd5, r5, r3;
+    mov.u32 r10, 0;
 LOOP:
     setp.ge.u64 p, rd3, rd2;
     @p bra DONE;
     shl.b64 rd6, rd3, 4;
     add.s64 rd7, rd1, rd6;
-    st.global.v4.u32 [rd7], {r1, r1, r1, r1};
+    ld.global.cg.v4.u32 {r6, r7, r8, r9}, [rd7];
+    xor.b32 r10, r10, r6;
+    xor.b32 r10, r10, r7;
+    xor.b32 r10, r10, r8;
+    xor.b32 r10, r10, r9;
     add.s64 rd3, rd3, rd5;
     bra LOOP;
 DONE:
+    setp.ne.u32 p, r10, r1;
+    @p bra END;
+    st.global.u32 [rd1], r10;
+END:
     ret;
 }
 

@@ -1,5 +1,6 @@
-// The HTTP API: JSON under /v1 (jobs, events over SSE, blobs, GPUs, stats),
-// plus /health, /metrics and the seed-003 /info, in front of a JobService.
+// The HTTP API: JSON under /v1 (jobs, events over SSE, batches, blobs, GPUs,
+// stats, the seed-002 /v1/eval), plus /health, /metrics, the seed-003 /info
+// and seed 002's POST /, in front of a JobService.
 // docs/api.md is the reference; docs/openapi.yaml the machine-readable form.
 //
 // Threading model: httplib hands every accepted connection to a pool of
@@ -57,6 +58,11 @@ struct ApiOptions {
   // Socket read/write timeouts for request bodies and responses [s]. A client
   // that stops sending or reading for this long is disconnected.
   int io_timeout_s = 30;
+
+  // POST /v1/eval without ?wait waits for the job to end at most its
+  // timeout_s plus this [s] (queue time, a retry); then it answers 202 and the
+  // client polls. Waiting requests count against max_sse_streams.
+  int64_t eval_queue_wait_s = 600;
 };
 
 // True for 127.0.0.0/8, ::1, [::1] and "localhost".

@@ -149,6 +149,13 @@ int ResultCommand(const JobOptions& o, std::ostream& out, std::ostream& err) {
 
 int CancelCommand(const JobOptions& o, std::ostream& out, std::ostream& err) {
   ApiClient client = MakeClient(o.common);
+  if (o.id.rfind("b_", 0) == 0) {  // a batch: every unfinished job of it
+    auto batch = client.PostJson("/v1/batches/" + o.id + "/cancel", "");
+    if (!batch.ok()) return ReportError(batch.status(), err);
+    if (o.common.json) PrintJson(*batch, out);
+    else out << "cancelled the unfinished jobs of " << o.id << "\n" << FormatBatch(*batch);
+    return kExitOk;
+  }
   auto job = client.PostJson("/v1/jobs/" + o.id + "/cancel", "");
   if (!job.ok()) return ReportError(job.status(), err);
   if (o.common.json) PrintJson(*job, out);
@@ -174,6 +181,74 @@ int GpusCommand(const CommonOptions& o, std::ostream& out, std::ostream& err) {
   auto gpus = client.GetJson("/v1/gpus");
   if (!gpus.ok()) return ReportError(gpus.status(), err);
   return PrintGpus(*gpus, o.json, out);
+}
+
+int ExitCodeForBatch(const json& batch) {
+  bool infra = false, failed = false, rejected = false, cancelled = false;
+  for (const json& j : batch.value("jobs", json::array())) {
+    json job = {{"state", j.value("state", std::string())}, {"error", j.value("error", json())}};
+    switch (ExitCodeForJob(job)) {
+      case kExitOk: break;
+      case kExitJobFailed: failed = true; break;
+      case kExitUsage: rejected = true; break;
+      case kExitCancelled: cancelled = true; break;
+      default: infra = true; break;
+    }
+  }
+  if (infra) return kExitInfra;
+  if (failed) return kExitJobFailed;
+  if (rejected) return kExitUsage;
+  return cancelled ? kExitCancelled : kExitOk;
+}
+
+int BatchCommand(const BatchOptions& o, std::ostream& out, std::ostream& err) {
+  ApiClient client = MakeClient(o.common);
+  std::string id = o.id;
+  if (id.empty()) {
+    auto body = BuildBatchRequest(o.request);
+    if (!body.ok()) return ReportError(body.status(), err);
+    auto submitted = client.PostJson("/v1/batches", body->dump());
+    if (!submitted.ok()) return ReportError(submitted.status(), err);
+    id = submitted->value("batch_id", std::string());
+    if (o.no_wait) {
+      if (o.common.json) PrintJson(*submitted, out);
+      else out << id << "\n";
+      return kExitOk;
+    }
+    if (!o.common.tty) err << "submitted batch " << id << " (" << (*submitted)["jobs"].size() << " jobs)\n";
+  }
+  auto done = o.no_wait ? client.GetJson("/v1/batches/" + id) : WaitForBatch(client, id, err, o.common.tty);
+  if (!done.ok()) return ReportError(done.status(), err);
+  if (o.common.json) PrintJson(*done, out);
+  else out << FormatBatch(*done);
+  if (!done->value("summary", json::object()).value("all_finished", false)) return kExitOk;  // --id --no-wait
+  return ExitCodeForBatch(*done);
+}
+
+int EvalCommand(const EvalOptions& o, std::ostream& out, std::ostream& err) {
+  auto body = BuildEvalRequest(o.request);
+  if (!body.ok()) return ReportError(body.status(), err);
+  ApiClient client = MakeClient(o.common);
+  // Submit without holding the connection, then poll like `run`: survives
+  // proxies and restarts, and shows progress.
+  auto submitted = client.PostJson("/v1/eval?wait=0", body->dump());
+  if (!submitted.ok()) return ReportError(submitted.status(), err);
+  for (const json& w : submitted->value("warnings", json::array())) err << "warning: " << w.get<std::string>() << "\n";
+  std::string id = submitted->value("job_id", std::string());
+  if (o.no_wait) {
+    if (o.common.json) PrintJson(*submitted, out);
+    else out << id << "\n";
+    return kExitOk;
+  }
+  if (!o.common.tty) err << "submitted " << id << "\n";
+  auto job = WaitForJob(client, id, err, o.common.tty);
+  if (!job.ok()) return ReportError(job.status(), err);
+  auto answer = client.GetJson("/v1/eval/" + id);
+  if (!answer.ok()) return ReportError(answer.status(), err);
+  (*answer)["warnings"] = submitted->value("warnings", json::array());
+  if (o.common.json) PrintJson(*answer, out);
+  else out << FormatEval(*answer);
+  return ExitCodeForJob(*job);
 }
 
 int PrintGpus(const json& inventory, bool as_json, std::ostream& out) {

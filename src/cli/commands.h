@@ -56,6 +56,24 @@ struct ListOptions {
   std::string before;   // paging cursor (a job id)
 };
 
+// `assay batch`: submits a batch (or, with `id`, follows an existing one),
+// waits for every job and prints a table (candidate, verdict, runtime,
+// speedup) or, with --json, the GET /v1/batches/{id} document.
+struct BatchOptions {
+  CommonOptions common;
+  BatchRequestOptions request;
+  std::string id;        // --id: follow this batch instead of submitting one
+  bool no_wait = false;  // --no-wait: print the batch id (or the submit answer) and exit
+};
+
+// `assay eval`: a seed-002 request (POST /v1/eval?wait=0), then waits like
+// `run` and prints the seed-shaped answer (GET /v1/eval/{id}).
+struct EvalOptions {
+  CommonOptions common;
+  EvalRequestOptions request;
+  bool no_wait = false;
+};
+
 // Builds the spec, submits it, waits for the end, prints the result.
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 // Builds the spec and submits it; prints the job id (or the job JSON).
@@ -64,7 +82,16 @@ int SubmitCommand(const RunOptions& options, std::ostream& out, std::ostream& er
 int StatusCommand(const JobOptions& options, std::ostream& out, std::ostream& err);
 // Waits for the job to end, then prints its result.
 int ResultCommand(const JobOptions& options, std::ostream& out, std::ostream& err);
+// Cancels a job, or every unfinished job of a batch (an id "b_...").
 int CancelCommand(const JobOptions& options, std::ostream& out, std::ostream& err);
+// Exit code 0 when every candidate is done; else 3 if any failed for an
+// infrastructure reason, else 1 if any failed because of its code (a
+// failure, a timeout), else 2 if any was rejected, else 4 (cancelled).
+int BatchCommand(const BatchOptions& options, std::ostream& out, std::ostream& err);
+// Exit codes as `run`.
+int EvalCommand(const EvalOptions& options, std::ostream& out, std::ostream& err);
+// The exit code of a finished batch document (GET /v1/batches/{id}).
+int ExitCodeForBatch(const nlohmann::json& batch);
 int ListCommand(const ListOptions& options, std::ostream& out, std::ostream& err);
 // GPUs of the server.
 int GpusCommand(const CommonOptions& options, std::ostream& out, std::ostream& err);

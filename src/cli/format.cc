@@ -240,4 +240,74 @@ std::string FormatProgress(const json& job, double elapsed_s) {
   return fmt::format("{}  {}  {:.1f} s", Str(job, "id"), state, elapsed_s);
 }
 
+namespace {
+
+std::string Millis(const json& obj, const char* key) {
+  return Has(obj, key) && obj[key].is_number() ? FormatMillis(obj[key].get<double>()) : "-";
+}
+
+std::string Speedup(const json& obj, const char* key) {
+  return Has(obj, key) && obj[key].is_number() ? fmt::format("{:.2f}x", obj[key].get<double>()) : "-";
+}
+
+// The first line of a message, at most `max` bytes (cut at a UTF-8 boundary).
+std::string FirstLine(const std::string& text, size_t max) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() <= max) return line;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
+}  // namespace
+
+std::string FormatBatch(const json& batch) {
+  const json jobs = batch.value("jobs", json::array());
+  std::string out = fmt::format("Batch {}", Str(batch, "batch_id", "?"));
+  if (!Str(batch, "name").empty()) out += "  " + Str(batch, "name");
+  out += fmt::format("  {} candidate{}\n\n", jobs.size(), jobs.size() == 1 ? "" : "s");
+  Table t({"candidate", "verdict", "runtime", "speedup", "job"});
+  std::string errors;
+  for (const json& j : jobs) {
+    t.AddRow({Str(j, "name"), Str(j, "verdict", Str(j, "state", "?")), Millis(j, "runtime_ms"), Speedup(j, "speedup"),
+              Str(j, "job_id")});
+    if (Has(j, "error") && j["error"].is_object() && !Str(j["error"], "message").empty())
+      errors += "  " + Str(j, "name") + ": " + FirstLine(Str(j["error"], "message"), 160) + "\n";
+  }
+  out += t.Render();
+  const json summary = batch.value("summary", json::object());
+  out += fmt::format("\n{} of {} correct", Int(summary, "correct"), Int(summary, "total"));
+  if (Has(summary, "fastest_correct")) {
+    const json& f = summary["fastest_correct"];
+    out += "; fastest correct: " + Str(f, "name") + " (" + Millis(f, "runtime_ms");
+    if (Has(f, "speedup")) out += ", " + Speedup(f, "speedup");
+    out += ")";
+  }
+  out += "\n";
+  if (!errors.empty()) out += "\nfailures:\n" + errors;
+  return out;
+}
+
+std::string FormatBatchProgress(const json& batch, double elapsed_s) {
+  const json summary = batch.value("summary", json::object());
+  const json by = summary.value("by_state", json::object());
+  int64_t running = Int(by, "running") + Int(by, "compiling");
+  return fmt::format("{}  {}/{} finished ({} running, {} queued)  {:.1f} s", Str(batch, "batch_id"),
+                     Int(summary, "finished"), Int(summary, "total"), running, Int(by, "queued"), elapsed_s);
+}
+
+std::string FormatEval(const json& e) {
+  std::string out = fmt::format("Job {}  status {} ({})\n", Str(e, "job_id", "?"), Str(e, "status", "?"),
+                                Str(e, "state", "?"));
+  Table t({"compiled", "correctness", "runtime", "ref_runtime", "speedup"});
+  t.AddRow({Str(e, "compiled", "-"), Str(e, "correctness", "-"), Millis(e, "runtime"), Millis(e, "ref_runtime"),
+            Speedup(e, "speedup")});
+  out += Indent(t.Render(), "  ");
+  if (Has(e, "error") && e["error"].is_object())
+    out += "error: " + Str(e["error"], "class", "error") + ": " + Str(e["error"], "message") + "\n";
+  if (e.contains("warnings") && e["warnings"].is_array())
+    for (const json& w : e["warnings"]) out += "warning: " + Scalar(w) + "\n";
+  return out;
+}
+
 }  // namespace assay::cli

@@ -30,4 +30,15 @@ std::string FormatGpus(const nlohmann::json& inventory);
 // The one-line progress shown while waiting: "j_ab12  queued (#3 in queue)  12.4 s".
 std::string FormatProgress(const nlohmann::json& job, double elapsed_s);
 
+// A batch document (GET /v1/batches/{id}): one row per candidate (candidate,
+// verdict, runtime, speedup, job) and the summary (correct count, fastest
+// correct candidate).
+std::string FormatBatch(const nlohmann::json& batch);
+// "b_ab12  7/40 finished (3 running, 30 queued)  12.4 s"
+std::string FormatBatchProgress(const nlohmann::json& batch, double elapsed_s);
+
+// A seed-002 answer (POST/GET /v1/eval): status, compiled, correctness,
+// runtime, ref_runtime, speedup, error and warnings.
+std::string FormatEval(const nlohmann::json& eval);
+
 }  // namespace assay::cli

@@ -44,6 +44,11 @@ void AddSpecOptions(CLI::App* cmd, assay::cli::RunOptions& o) {
   cmd->add_option("--flag", o.spec.flags, "Extra compiler flag (repeatable; allow-listed by the server)");
   cmd->add_option("--name", o.spec.name, "A label for the job");
   cmd->add_option("--timeout", o.spec.timeout_s, "Wall-clock limit for the job [s]");
+  cmd->add_option("--candidate", o.spec.candidate, "KernelBench: the candidate (defines ModelNew); FILE is the problem");
+  cmd->add_option("--num-trials", o.spec.num_trials, "KernelBench: timed trials (default 100)");
+  cmd->add_option("--reference", o.spec.reference, "torch, torch_cuda, triton jobs: a Python reference kernel file");
+  cmd->add_option("--reference-kind", o.spec.reference_kind, "Kind of --reference: torch (default), torch_cuda or triton")
+      ->check(CLI::IsMember({"torch", "torch_cuda", "triton"}));
 }
 
 }  // namespace
@@ -89,6 +94,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--log-level", serve.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))->capture_default_str();
   serve_cmd->add_flag("--log-json", serve.log_json, "Log JSON lines instead of logfmt");
+  serve_cmd->add_option("--python", serve.python,
+                        "Interpreter for the Python kinds (default $ASSAY_PYTHON or python3; none = no Python kinds)");
+  // Test-only: the Python kinds on the CPU (CI has no GPU). Not in --help.
+  serve_cmd->add_option("--python-device", serve.python_device, "cuda, or cpu (tests only)")
+      ->check(CLI::IsMember({"cuda", "cpu"}))->group("");
 
   // worker / internal-compile (children of serve; hidden) ---------------------
   int worker_device = -1;
@@ -99,6 +109,11 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--device", worker_device, "CUDA ordinal; -1 = no GPU");
   worker_cmd->add_option("--work-dir", worker_dir, "Per-job temp dirs are made here")->required();
   worker_cmd->add_flag("--no-sandbox", worker_no_sandbox, "Run user programs without the sandbox");
+  assay::PythonWorkerOptions worker_python;
+  worker_cmd->add_option("--python", worker_python.interpreter, "Interpreter for the Python kinds");
+  worker_cmd->add_option("--python-device", worker_python.device, "cuda or cpu")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
+  worker_cmd->add_option("--python-cache", worker_python.cache_dir, "torch_ext/ and triton/ caches");
 
 
   // compile --------------------------------------------------------------------
@@ -144,7 +159,34 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "Show a job's state");
   auto* result_cmd = app.add_subcommand("result", "Wait for a job to end and print its result");
   auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a queued or running job");
-  for (auto* sub : {status_cmd, result_cmd, cancel_cmd}) sub->add_option("ID", job.id, "Job id (j_...)")->required();
+  for (auto* sub : {status_cmd, result_cmd}) sub->add_option("ID", job.id, "Job id (j_...)")->required();
+  cancel_cmd->add_option("ID", job.id, "Job id (j_...), or a batch id (b_...): its unfinished jobs")->required();
+
+  assay::cli::BatchOptions batch;
+  auto* batch_cmd = app.add_subcommand(
+      "batch", "Submit a KernelBench problem and many candidates as one batch, wait, print a table");
+  batch_cmd->add_option("FILE", batch.request.files,
+                        "problem.py then candidate files; with --spec: candidate files only");
+  batch_cmd->add_option("--spec", batch.request.spec_file, "Template job spec (JSON) every candidate fills in");
+  batch_cmd->add_option("--name", batch.request.name, "A label for the batch");
+  batch_cmd->add_option("--timeout", batch.request.timeout_s, "Wall-clock limit per job [s]");
+  batch_cmd->add_option("--num-trials", batch.request.num_trials, "KernelBench: timed trials per candidate");
+  batch_cmd->add_option("--id", batch.id, "Follow an existing batch (b_...) instead of submitting one");
+  batch_cmd->add_flag("--no-wait", batch.no_wait, "Print the batch id and exit (with --id: its state now)");
+
+  assay::cli::EvalOptions eval;
+  auto* eval_cmd = app.add_subcommand(
+      "eval", "Seed-002 style evaluation: a KernelBench reference against a candidate (POST /v1/eval)");
+  eval_cmd->add_option("--ref", eval.request.ref, "Reference: a KernelBench problem (Model, get_inputs)")->required();
+  eval_cmd->add_option("--custom", eval.request.custom, "Candidate: defines ModelNew")->required();
+  eval_cmd->add_option("--ref-type", eval.request.ref_type, "kernel_type of the reference")
+      ->check(CLI::IsMember({"torch", "torch_cuda", "triton"}))->capture_default_str();
+  eval_cmd->add_option("--custom-type", eval.request.custom_type, "kernel_type of the candidate")
+      ->check(CLI::IsMember({"torch", "torch_cuda", "triton"}))->capture_default_str();
+  eval_cmd->add_option("--num-trials", eval.request.num_trials, "Timed trials (server default 100)");
+  eval_cmd->add_option("--timeout", eval.request.timeout_s, "Wall-clock limit [s] (server default 120)");
+  eval_cmd->add_flag("--legacy", eval.request.legacy, "Send the legacy {ref_code, custom_code} form");
+  eval_cmd->add_flag("--no-wait", eval.no_wait, "Print the job id and exit");
 
   assay::cli::ListOptions list;
   auto* list_cmd = app.add_subcommand("list", "List your jobs, newest first");
@@ -165,12 +207,14 @@ int main(int argc, char** argv) {
   run.common = common;
   job.common = common;
   list.common = common;
+  batch.common = common;
+  eval.common = common;
 
   if (*serve_cmd) {
     serve.sandbox = !no_sandbox;
     return assay::ServeMain(serve);
   }
-  if (*worker_cmd) return assay::WorkerMain(worker_device, worker_dir, !worker_no_sandbox);
+  if (*worker_cmd) return assay::WorkerMain(worker_device, worker_dir, !worker_no_sandbox, worker_python);
   if (*compile_cmd) {
     compile.json = common.json;
     return assay::RunCompileCommand(compile);
@@ -189,5 +233,7 @@ int main(int argc, char** argv) {
   if (*result_cmd) return assay::cli::ResultCommand(job, out, err);
   if (*cancel_cmd) return assay::cli::CancelCommand(job, out, err);
   if (*list_cmd) return assay::cli::ListCommand(list, out, err);
+  if (*batch_cmd) return assay::cli::BatchCommand(batch, out, err);
+  if (*eval_cmd) return assay::cli::EvalCommand(eval, out, err);
   return assay::cli::kExitUsage;
 }

@@ -21,4 +21,8 @@ namespace assay::cli {
 // place when `tty`, otherwise a new line on each change of state or position.
 Result<nlohmann::json> WaitForJob(ApiClient& client, const std::string& id, std::ostream& err, bool tty);
 
+// The same for a batch: polls GET /v1/batches/{id} until summary.all_finished;
+// progress shows how many candidates finished and how many run or wait.
+Result<nlohmann::json> WaitForBatch(ApiClient& client, const std::string& id, std::ostream& err, bool tty);
+
 }  // namespace assay::cli

@@ -5,6 +5,7 @@
 //   assay_peak_copy        float4 device-to-device copy (DRAM bandwidth peak)
 //   assay_peak_fma         independent FP32 FMA chains (FP32 throughput peak)
 //   assay_empty            an empty kernel (the timer's fixed event overhead)
+//   assay_l2_flush         reads a 2 x L2 buffer: L2 left holding clean lines only
 //
 // Thread-safety: a HelperKernels value is used by one thread.
 // REQUIRES: the device's primary context is current.
@@ -31,6 +32,8 @@ struct HelperKernels {
   CUfunction fma = nullptr;
   // (); does nothing: the fixed cost of event timing around a launch.
   CUfunction empty = nullptr;
+  // (const float4* buf, unsigned long long n_float4, float* sink); grid-stride, any grid.
+  CUfunction l2_flush = nullptr;
 };
 inline constexpr int kFmaChains = 8;
 

@@ -42,7 +42,7 @@ constexpr double kBlockingTimeoutMs = 1000;
 
 // The timer's own kernels, which are in CUPTI's record but in no sample.
 const std::vector<std::string>& HelperKernelNames() {
-  static const std::vector<std::string> names = {"assay_blocking_kernel", "assay_empty"};
+  static const std::vector<std::string> names = {"assay_blocking_kernel", "assay_empty", "assay_l2_flush"};
   return names;
 }
 
@@ -144,10 +144,17 @@ class KernelTimerImpl final : public KernelTimer {
     return *t;
   }
 
-  Status EnqueueFlush(int i) {
-    // Alternate the byte so no layer can skip a write of unchanged data.
-    return Check(Cu().cuMemsetD8Async(flush_.get(), static_cast<unsigned char>(i & 1), flush_.size(), stream_.get()),
-                 "cuMemsetD8Async(L2 flush)");
+  // Reads the whole flush buffer (helper_kernels.cc, assay_l2_flush): L2 is
+  // left holding clean lines of it only, so the next sample starts cold and
+  // pays no write-back for the flush.
+  Status EnqueueFlush(int /*i*/) {
+    CUdeviceptr buf = flush_.get();
+    unsigned long long n = flush_.size() / 16;
+    CUdeviceptr sink = flush_.get();  // written only if the impossible sum appears
+    void* params[] = {&buf, &n, &sink};
+    const unsigned blocks = static_cast<unsigned>(std::max(1, gpu_.sm_count) * 4);
+    return Check(Cu().cuLaunchKernel(helpers_.l2_flush, blocks, 1, 1, 512, 1, 1, 0, stream_.get(), params, nullptr),
+                 "cuLaunchKernel(L2 flush)");
   }
 
   Status Record(CUevent e) { return Check(Cu().cuEventRecord(e, stream_.get()), "cuEventRecord"); }

@@ -176,6 +176,10 @@ std::vector<std::string> ApplySandbox(const SandboxOptions& sandbox, std::vector
     std::string w = sandbox.writable_dir.string();
     out.insert(out.end(), {"--bind", w, w});
   }
+  for (const auto& dir : sandbox.extra_writable_dirs) {
+    std::string w = dir.string();
+    out.insert(out.end(), {"--bind", w, w});
+  }
   out.push_back("--");
   out.insert(out.end(), std::make_move_iterator(argv.begin()), std::make_move_iterator(argv.end()));
   return out;

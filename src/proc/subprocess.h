@@ -25,6 +25,9 @@ struct SandboxOptions {
   bool no_network = true;                    // new network namespace (loopback only)
   bool read_only_system = true;              // bubblewrap: / read-only, only work_dir writable
   std::filesystem::path writable_dir;        // the child's own temp dir
+  // Also writable under bubblewrap (must exist): caches shared by jobs, e.g.
+  // the Python kinds' TORCH_EXTENSIONS_DIR and TRITON_CACHE_DIR.
+  std::vector<std::filesystem::path> extra_writable_dirs;
   int64_t max_file_bytes = 1LL << 30;        // RLIMIT_FSIZE
   int64_t max_processes = 256;               // RLIMIT_NPROC (per user; best effort)
   int64_t max_open_files = 1024;             // RLIMIT_NOFILE

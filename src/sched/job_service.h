@@ -17,6 +17,12 @@
 
 namespace assay {
 
+// One job of a batch: the candidate's name and its complete job spec.
+struct BatchItem {
+  std::string name;
+  std::string spec_body;
+};
+
 class JobService {
  public:
   virtual ~JobService() = default;
@@ -25,6 +31,15 @@ class JobService {
   // queued and schedules it. key_id is the caller's key ("" without auth).
   virtual Result<JobRecord> Submit(const std::string& key_id, std::string_view spec_body) = 0;
   virtual Result<JobRecord> Get(const std::string& id) = 0;
+  // A batch (POST /v1/batches), all or nothing: every spec is validated (as
+  // Submit does) before any job is stored, then the jobs and the batch are
+  // stored in one transaction and scheduled, fair-queued under key_id like any
+  // job. On a rejected spec nothing is stored, the Status is that spec's, and
+  // *failed_index (when not null) is set to its index in `items`.
+  virtual Result<BatchRecord> SubmitBatch(const std::string& key_id, const std::string& name,
+                                          const std::vector<BatchItem>& items, size_t* failed_index) = 0;
+  // The batch with its members' current job records.
+  virtual Result<BatchRecord> GetBatch(const std::string& id) = 0;
   virtual Result<std::vector<JobRecord>> List(const JobFilter& filter) = 0;
   // Cancels a queued, compiling or running job. Rejected if it already ended.
   virtual Result<JobRecord> Cancel(const std::string& id) = 0;

@@ -15,6 +15,43 @@ namespace assay {
 
 using nlohmann::json;
 
+namespace {
+
+// How long a submit of a Python kind waits for the workers' first hello
+// (their interpreter probe takes seconds) right after the server started.
+constexpr int64_t kWorkerHelloWaitMs = 120'000;
+
+bool UsesPython(const JobSpec& spec) {
+  return IsPythonKind(spec.kind) || (spec.reference && spec.reference->kernel && IsPythonKind(spec.reference->kernel->kind));
+}
+
+}  // namespace
+
+void AddWorkerCapabilities(const std::vector<json>& hellos, Capabilities* caps) {
+  std::string note;
+  for (const json& h : hellos) {
+    const json& py = h.contains("python") ? h["python"] : json();
+    if (!py.is_object()) continue;
+    bool cpu = py.value("device", "") == "cpu";
+    if (py.contains("kinds") && py["kinds"].is_array()) {
+      for (const json& k : py["kinds"]) {
+        auto kind = k.is_string() ? JobKindFromName(k.get<std::string>()) : std::nullopt;
+        if (!kind || !IsPythonKind(*kind)) continue;
+        caps->supported.insert(*kind);
+        if (cpu) caps->cpu_kinds.insert(*kind);
+      }
+    }
+    if (note.empty() && py.contains("error") && py["error"].is_string()) note = py["error"].get<std::string>();
+    // torch imports, triton does not: the only kind missing is triton.
+    if (note.empty() && py.value("ok", false) && !caps->supported.count(JobKind::kTriton))
+      note = "triton does not import in " + py.value("interpreter", std::string("the interpreter"));
+  }
+  if (hellos.empty()) note = "no worker has started";
+  else if (note.empty() && !std::any_of(hellos.begin(), hellos.end(), [](const json& h) { return h.contains("python"); }))
+    note = "the server runs no Python interpreter";
+  caps->python_note = note;
+}
+
 JobServiceImpl::JobServiceImpl(Store& store, GpuInventory gpus, Capabilities caps, SpecLimits limits)
     : store_(store), gpus_(std::move(gpus)), caps_(std::move(caps)), limits_(limits), started_ms_(NowUnixMs()) {}
 
@@ -26,13 +63,21 @@ void JobServiceImpl::OnTransition(const JobRecord&) {
   cv_.notify_all();
 }
 
+Capabilities JobServiceImpl::CapabilitiesFor(const JobSpec& spec) {
+  Capabilities caps = caps_;
+  // The Python kinds are offered by the workers (their hello says whether the
+  // interpreter imports torch), not by the server itself.
+  if (UsesPython(spec) && scheduler_) AddWorkerCapabilities(scheduler_->WorkerHellos(kWorkerHelloWaitMs), &caps);
+  return caps;
+}
+
 Result<JobRecord> JobServiceImpl::Submit(const std::string& key_id, std::string_view body) {
   auto spec = ParseJobSpec(body, limits_);
   if (!spec.ok()) {
     ++rejected_;
     return spec.status();
   }
-  if (Status s = CheckSupported(*spec, caps_); !s.ok()) {
+  if (Status s = CheckSupported(*spec, CapabilitiesFor(*spec)); !s.ok()) {
     ++rejected_;
     return s;
   }
@@ -51,6 +96,48 @@ Result<JobRecord> JobServiceImpl::Submit(const std::string& key_id, std::string_
   if (scheduler_) scheduler_->Enqueue(job);
   return job;
 }
+
+Result<BatchRecord> JobServiceImpl::SubmitBatch(const std::string& key_id, const std::string& name,
+                                                const std::vector<BatchItem>& items, size_t* failed_index) {
+  if (items.empty()) return Status::Rejected("a batch needs at least one candidate", "candidates");
+  if (items.size() > limits_.max_batch_candidates)
+    return Status::Rejected("a batch has at most " + std::to_string(limits_.max_batch_candidates) + " candidates",
+                            "candidates");
+  BatchRecord batch;
+  batch.id = RandomId("b_");
+  batch.key_id = key_id;
+  batch.name = name;
+  batch.created_ms = NowUnixMs();
+  // Validate everything before storing anything.
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto spec = ParseJobSpec(items[i].spec_body, limits_);
+    Status s = spec.ok() ? CheckSupported(*spec, CapabilitiesFor(*spec)) : spec.status();
+    if (!s.ok()) {
+      ++rejected_;
+      if (failed_index) *failed_index = i;
+      return s;
+    }
+    BatchMember m;
+    m.name = items[i].name;
+    m.job.id = RandomId("j_");
+    m.job.key_id = key_id;
+    m.job.name = spec->name;
+    m.job.kind = spec->kind;
+    m.job.state = JobState::kQueued;
+    m.job.spec_json = ToJson(*spec).dump();
+    m.job.created_ms = m.job.updated_ms = batch.created_ms;
+    batch.members.push_back(std::move(m));
+  }
+  ASSAY_RETURN_IF_ERROR(store_.CreateBatch(batch));
+  submitted_ += static_cast<int64_t>(batch.members.size());
+  log::Event("batch.submitted").Kv("batch", batch.id).Kv("jobs", batch.members.size()).Kv("key", key_id).Info();
+  OnTransition(batch.members.front().job);  // wakes every waiter once
+  if (scheduler_)
+    for (const BatchMember& m : batch.members) scheduler_->Enqueue(m.job);
+  return batch;
+}
+
+Result<BatchRecord> JobServiceImpl::GetBatch(const std::string& id) { return store_.GetBatch(id); }
 
 Result<JobRecord> JobServiceImpl::Get(const std::string& id) { return store_.GetJob(id); }
 

@@ -16,6 +16,11 @@
 
 namespace assay {
 
+// Adds what the workers' hellos offer to `caps`: the Python kinds of every
+// worker whose probe succeeded (also to cpu_kinds for `--python-device cpu`),
+// and python_note, the first reason a worker gave for having none.
+void AddWorkerCapabilities(const std::vector<nlohmann::json>& hellos, Capabilities* caps);
+
 class JobServiceImpl final : public JobService {
  public:
   // `scheduler` may be null until SetScheduler (the scheduler's listener needs
@@ -27,6 +32,9 @@ class JobServiceImpl final : public JobService {
 
   Result<JobRecord> Submit(const std::string& key_id, std::string_view spec_body) override;
   Result<JobRecord> Get(const std::string& id) override;
+  Result<BatchRecord> SubmitBatch(const std::string& key_id, const std::string& name,
+                                  const std::vector<BatchItem>& items, size_t* failed_index) override;
+  Result<BatchRecord> GetBatch(const std::string& id) override;
   Result<std::vector<JobRecord>> List(const JobFilter& filter) override;
   Result<JobRecord> Cancel(const std::string& id) override;
   Result<std::vector<JobEvent>> Events(const std::string& id, int64_t after_seq) override;
@@ -43,6 +51,10 @@ class JobServiceImpl final : public JobService {
   Result<std::string> Authenticate(const std::string& secret) override;
 
  private:
+  // caps_ plus what the workers offer, when `spec` involves a Python kind
+  // (may wait for the workers' first hello).
+  Capabilities CapabilitiesFor(const JobSpec& spec);
+
   Store& store_;
   GpuInventory gpus_;
   Capabilities caps_;

@@ -5,8 +5,10 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "compile/compile_json.h"
+#include "spec/capabilities.h"
 #include "spec/job_state.h"
 #include "spec/result.h"
+#include "worker/python_request.h"
 
 namespace assay {
 namespace {
@@ -56,6 +58,7 @@ Scheduler::Scheduler(Store& store, Compiler& compiler, std::vector<WorkerOptions
     slot->client = std::make_unique<WorkerClient>(std::move(w));
     slots_.push_back(std::move(slot));
   }
+  if (!options_.python.interpreter.empty()) preparer_ = std::make_unique<PythonPreparer>(options_.python);
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -103,7 +106,28 @@ void Scheduler::OnCancelled(const std::string& job_id) {
                ready_.end());
   for (auto& slot : slots_)
     if (slot->busy_job == job_id) slot->client->Cancel(job_id);
+  if (auto it = preparing_.find(job_id); it != preparing_.end()) *it->second = true;
   // A job being compiled is dropped when its compile ends: its next Transition is refused.
+}
+
+std::vector<json> Scheduler::WorkerHellos(int64_t wait_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  hello_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] {
+    return stopping_ || std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->started_once; });
+  });
+  std::vector<json> hellos;
+  for (const auto& slot : slots_)
+    if (slot->hello.is_object()) hellos.push_back(slot->hello);
+  return hellos;
+}
+
+void Scheduler::RecordHello(Slot* slot, const Result<json>& hello) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->started_once = true;
+    if (hello.ok()) slot->hello = *hello;
+  }
+  hello_cv_.notify_all();
 }
 
 std::optional<int> Scheduler::QueuePosition(const std::string& job_id) {
@@ -182,6 +206,10 @@ void Scheduler::Prepare(const std::string& job_id) {
            rec->attempts);
     return;
   }
+  if (IsPythonKind(rec->kind)) {
+    PreparePython(job_id, *rec, *spec, std::move(result));
+    return;
+  }
   ReadyItem item;
   item.job_id = job_id;
   item.timeout_ms = static_cast<int64_t>(spec->timeout_s * 1000);
@@ -240,6 +268,77 @@ void Scheduler::Prepare(const std::string& job_id) {
   work_cv_.notify_all();
 }
 
+void Scheduler::PreparePython(const std::string& job_id, const JobRecord& rec, const JobSpec& spec, json result) {
+  ReadyItem item;
+  item.job_id = job_id;
+  item.timeout_ms = static_cast<int64_t>(spec.timeout_s * 1000);
+  // Sources and data travel to the worker (and the prepare) as files.
+  std::vector<std::string> hashes;
+  auto add_source = [&](const SourceSpec& s) {
+    if (s.form == SourceSpec::Form::kBlob) hashes.push_back(s.blob);
+  };
+  if (spec.kind != JobKind::kKernelbench) add_source(spec.source);
+  if (spec.problem) add_source(*spec.problem);
+  if (spec.candidate) add_source(*spec.candidate);
+  for (const auto& a : spec.args)
+    if (a.init && a.init->kind == InitSpec::Kind::kBlob) hashes.push_back(a.init->blob.hash);
+  if (spec.reference) {
+    if (spec.reference->kernel) add_source(spec.reference->kernel->source);
+    for (const auto& [name, ref] : spec.reference->expected) hashes.push_back(ref.hash);
+  }
+  for (const auto& h : hashes) {
+    auto path = MaterializeBlob(h);
+    if (!path.ok()) {
+      Finish(job_id, path.status(), result, rec.attempts);
+      return;
+    }
+    item.blob_files[h] = *path;
+  }
+  auto source = PythonCandidateSource(spec, item.blob_files);
+  if (!source.ok()) {
+    Finish(job_id, source.status(), result, rec.attempts);
+    return;
+  }
+  if (preparer_ && NeedsPythonPrepare(spec.kind, *source)) {
+    if (!Move(job_id, JobState::kCompiling, Because("preparing (building the candidate's extensions)"))) return;
+    SetState(result, JobState::kCompiling, NowUnixMs());
+    // The extension key holds the interpreter's versions, as the workers' probe reported them.
+    json probe;
+    for (const json& hello : WorkerHellos(options_.python_probe_wait_ms)) {
+      const json& py = hello.contains("python") ? hello["python"] : json();
+      if (py.is_object() && py.value("ok", false)) {
+        probe = py["probe"];
+        break;
+      }
+    }
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      preparing_[job_id] = cancel;
+    }
+    PythonPrepareOutput p = preparer_->Prepare(job_id, spec, item.blob_files, probe, cancel.get());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      preparing_.erase(job_id);
+    }
+    (p.compile["cache_hit"].get<bool>() ? cache_hits_ : cache_misses_)++;
+    result["compile"] = std::move(p.compile);
+    if (!p.status.ok()) {
+      if (p.status.error_class() == ErrorClass::kCompileError)
+        result["error"] = {{"detail", {{"log", result["compile"]["log"]}}}};
+      Finish(job_id, p.status, std::move(result), rec.attempts);
+      return;
+    }
+  }
+  item.spec = json::parse(rec.spec_json, nullptr, false);
+  item.result = std::move(result);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.push_back(std::move(item));
+  }
+  work_cv_.notify_all();
+}
+
 Result<std::filesystem::path> Scheduler::BuildModule(const KernelSpec& kernel, JobKind job_kind, json* section) {
   std::string bytes;
   if (kernel.source.form == SourceSpec::Form::kBlob) {
@@ -289,9 +388,11 @@ Result<std::filesystem::path> Scheduler::MaterializeBlob(const std::string& hash
 }
 
 void Scheduler::SlotLoop(Slot* slot) {
-  if (auto hello = slot->client->EnsureStarted(); !hello.ok())
+  auto hello = slot->client->EnsureStarted();
+  if (!hello.ok())
     log::Event("worker.start_failed").Kv("device", slot->client->options().device)
         .Kv("error", hello.status().ToString()).Error();
+  RecordHello(slot, hello);
   for (;;) {
     ReadyItem item;
     {
@@ -304,6 +405,13 @@ void Scheduler::SlotLoop(Slot* slot) {
     }
     work_cv_.notify_all();  // room in ready_: compiles may continue
     RunOnWorker(slot, std::move(item));
+    // A replaced worker says hello again (the next job would start it anyway).
+    bool stopping;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping = stopping_;
+    }
+    if (!stopping && !slot->client->alive()) RecordHello(slot, slot->client->EnsureStarted());
     std::lock_guard<std::mutex> lock(mu_);
     slot->busy_job.clear();
     ++slot->jobs_run;
@@ -360,7 +468,10 @@ void Scheduler::Finish(const std::string& job_id, const Status& status, json res
   if (status.ok()) {
     result["error"] = nullptr;
   } else {
-    SetError(result, status);
+    // A stage may have left the error's detail (a compile log, a traceback).
+    json detail = result.contains("error") && result["error"].is_object() ? result["error"].value("detail", json())
+                                                                          : json();
+    SetError(result, status, std::move(detail));
   }
   TransitionUpdate update;
   update.message = status.ok() ? "done" : status.ToString();

@@ -29,6 +29,7 @@
 
 #include "compile/compiler.h"
 #include "sched/fair_queue.h"
+#include "sched/python_prepare.h"
 #include "spec/job_spec.h"
 #include "store/store.h"
 #include "worker/worker_client.h"
@@ -42,6 +43,10 @@ struct SchedulerOptions {
   std::string default_arch = "sm_90";  // when the spec names none and there is no GPU
   size_t max_ready = 16;            // compiled jobs waiting for a worker (backpressure on compiles)
   std::filesystem::path files_dir;  // modules and uploaded data materialized for workers
+  // The Python kinds' prepare step (sched/python_prepare.h); an empty
+  // interpreter means none (the jobs go to the workers as they are).
+  PythonPrepareOptions python;
+  int64_t python_probe_wait_ms = 120'000;  // [ms] a prepare waits this long for the workers' probe
 };
 
 struct WorkerSlotStatus {
@@ -87,6 +92,10 @@ class Scheduler {
   void OnCancelled(const std::string& job_id);
   std::optional<int> QueuePosition(const std::string& job_id);
   SchedulerStats Stats();
+  // The hellos of the workers that started (worker/protocol: capabilities,
+  // python, gpu). Waits up to wait_ms until every slot's first start attempt
+  // has ended, so a submit right after the server started sees them all.
+  std::vector<nlohmann::json> WorkerHellos(int64_t wait_ms);
 
  private:
   struct ReadyItem {
@@ -103,6 +112,8 @@ class Scheduler {
     std::thread thread;
     std::string busy_job;            // GUARDED_BY(mu_)
     int64_t jobs_run = 0;            // GUARDED_BY(mu_)
+    bool started_once = false;       // GUARDED_BY(mu_): the first start attempt ended
+    nlohmann::json hello;            // GUARDED_BY(mu_): the worker's last hello (null: none)
   };
 
   void CompileLoop();
@@ -114,6 +125,10 @@ class Scheduler {
   // Writes a blob's bytes to files_dir (once) and returns the path.
   Result<std::filesystem::path> MaterializeBlob(const std::string& hash);
   void RunOnWorker(Slot* slot, ReadyItem item);
+  // Python kinds: materializes their files and runs the prepare step when the job needs one.
+  void PreparePython(const std::string& job_id, const JobRecord& rec, const JobSpec& spec, nlohmann::json result);
+  // Remembers the slot's worker hello (after a start or a job). Called on the slot's thread.
+  void RecordHello(Slot* slot, const Result<nlohmann::json>& hello);
   // Ends the job (or requeues it when an infra error may be retried).
   void Finish(const std::string& job_id, const Status& status, nlohmann::json result, int attempts);
   std::optional<JobRecord> Move(const std::string& job_id, JobState to, TransitionUpdate update);
@@ -131,6 +146,10 @@ class Scheduler {
   std::map<std::string, std::string> keys_;  // job id -> key, GUARDED_BY(mu_)
   std::deque<ReadyItem> ready_;         // GUARDED_BY(mu_)
   size_t compiling_ = 0;                // GUARDED_BY(mu_)
+  std::condition_variable hello_cv_;    // a slot's started_once/hello changed
+  // Jobs in their prepare step: setting the flag stops the harness (cancel).
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> preparing_;  // GUARDED_BY(mu_)
+  std::unique_ptr<PythonPreparer> preparer_;  // null without an interpreter
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<std::thread> compile_threads_;
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, retries_{0};

@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -16,6 +18,8 @@
 #include "sched/job_service_impl.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
+#include "worker/python_request.h"
+#include "worker/python_runner.h"
 
 namespace assay {
 namespace {
@@ -31,10 +35,18 @@ Capabilities ServerCapabilities(const GpuInventory& inv) {
   caps.has_gpu = !inv.gpus.empty();
   for (const auto& g : inv.gpus) caps.gpu_names.push_back(g.name);
   // Kinds this build runs; the kernel kinds need a GPU (CheckSupported says so
-  // plainly on a server without one). Python kinds come with the Python harness.
+  // plainly on a server without one). The Python kinds are added per submit
+  // from the workers' hellos (JobServiceImpl::CapabilitiesFor).
   caps.supported = {JobKind::kCompile, JobKind::kCudaProgram, JobKind::kCuda,
                     JobKind::kCubin, JobKind::kPtx, JobKind::kFatbin};
   return caps;
+}
+
+std::filesystem::path PythonInterpreter(const ServeOptions& options) {
+  if (options.python == "none") return {};
+  if (!options.python.empty()) return options.python;
+  const char* env = std::getenv("ASSAY_PYTHON");
+  return env && *env ? std::filesystem::path(env) : std::filesystem::path("python3");
 }
 
 }  // namespace
@@ -80,6 +92,16 @@ int ServeMain(const ServeOptions& options) {
   Compiler compiler(copts);
 
   std::filesystem::path self = SelfExe();
+  // The Python kinds' caches live next to the compile cache; the workers and
+  // the prepare step share them (docs/python-kinds.md, "Caching and throughput").
+  PythonWorkerOptions python;
+  python.interpreter = PythonInterpreter(options);
+  python.device = options.python_device;
+  python.cache_dir = options.data_dir / "python-cache";
+  if (!python.interpreter.empty()) {
+    std::filesystem::create_directories(python.cache_dir, ec);
+    log::Event("serve.python").Kv("interpreter", python.interpreter.string()).Kv("device", python.device).Info();
+  }
   std::vector<WorkerOptions> workers;
   auto add_worker = [&](int device) {
     WorkerOptions w;
@@ -87,7 +109,12 @@ int ServeMain(const ServeOptions& options) {
     w.device = device;
     w.work_dir = options.data_dir / "work" / ("dev" + std::to_string(device));
     std::filesystem::create_directories(w.work_dir, ec);
+    // The interpreter may have changed since the last run: probe it afresh.
+    std::filesystem::remove(w.work_dir / kPythonProbeCacheFile, ec);
     w.sandbox = options.sandbox;
+    w.python = python;
+    // The worker probes the interpreter before its hello.
+    if (!python.interpreter.empty()) w.start_timeout_ms = std::max(w.start_timeout_ms, kPythonProbeTimeoutMs + 30'000);
     workers.push_back(std::move(w));
   };
   if (inv.gpus.empty()) {
@@ -104,6 +131,16 @@ int ServeMain(const ServeOptions& options) {
   sopts.files_dir = options.data_dir / "files";
   std::filesystem::create_directories(sopts.files_dir, ec);
   if (!inv.gpus.empty()) sopts.default_arch = inv.gpus[0].arch();
+  if (!python.interpreter.empty()) {
+    sopts.python.interpreter = python.interpreter;
+    sopts.python.harness = DefaultHarnessPath();
+    sopts.python.cache_dir = python.cache_dir;
+    sopts.python.work_dir = options.data_dir / "work" / "prepare";
+    sopts.python.device = python.device;
+    // As the workers compute it: their GPU's arch, none on the CPU.
+    if (python.device == "cuda" && !inv.gpus.empty()) sopts.python.arch_list = TorchArchList(inv.gpus[0].arch());
+    sopts.python.sandbox = options.sandbox;
+  }
 
   JobServiceImpl service(**store, inv, ServerCapabilities(inv));
   Scheduler scheduler(**store, compiler, std::move(workers), sopts,

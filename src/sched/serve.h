@@ -22,6 +22,13 @@ struct ServeOptions {
   std::filesystem::path port_file;          // if set, the bound port is written here once listening
   std::string log_level = "info";
   bool log_json = false;
+  // The Python kinds' interpreter (docs/python-kinds.md): empty = $ASSAY_PYTHON,
+  // else `python3` from PATH; "none" = no Python kinds. Workers offer the kinds
+  // only when its probe imports torch.
+  std::filesystem::path python;
+  // "cuda", or "cpu": run the Python kinds on the CPU (tests and CI only; the
+  // timings are host clocks and mean little). Never the default.
+  std::string python_device = "cuda";
 };
 
 // Returns the process exit code.

@@ -27,19 +27,69 @@ TEST(CapabilitiesTest, SupportedKindOnAGpuServer) {
 }
 
 TEST(CapabilitiesTest, UnsupportedKind) {
-  json doc = {{"kind", "triton"}, {"source", {{"text", "def launch(): pass"}}}};
+  json doc = {{"kind", "ptx"}, {"source", {{"text", ".version 8.0"}}}, {"entry", "k"},
+              {"launch", {{"grid", {1}}, {"block", {1}}}}};
   Status s = CheckSupported(Parse(doc), GpuServer());
   EXPECT_EQ(s.error_class(), ErrorClass::kRejected);
-  EXPECT_EQ(s.message(), "kind 'triton' is not supported yet by this server");
+  EXPECT_EQ(s.message(), "kind 'ptx' is not supported yet by this server");
   EXPECT_EQ(s.field(), "kind");
 }
 
-TEST(CapabilitiesTest, UnsupportedReferenceKind) {
+TEST(CapabilitiesTest, PythonKindWithoutAWorkerThatHasItSaysWhy) {
+  json doc = {{"kind", "triton"}, {"source", {{"text", "def launch(): pass"}}}};
+  Capabilities c = GpuServer();
+  c.python_note = "triton does not import in /usr/bin/python3";
+  Status s = CheckSupported(Parse(doc), c);
+  EXPECT_EQ(s.error_class(), ErrorClass::kRejected);
+  EXPECT_EQ(s.message(), "kind 'triton' needs a worker with Python and Triton; none here has it "
+                         "(triton does not import in /usr/bin/python3)");
+  EXPECT_EQ(s.field(), "kind");
+  doc = {{"kind", "torch"}, {"source", {{"text", "class Model: pass"}}}};
+  EXPECT_NE(CheckSupported(Parse(doc), c).message().find("PyTorch"), std::string::npos);
+  c.supported.insert(JobKind::kTorch);
+  EXPECT_TRUE(CheckSupported(Parse(doc), c).ok());
+}
+
+TEST(CapabilitiesTest, PythonKindsOnTheCpuNeedNoGpu) {
+  json doc = {{"kind", "torch"}, {"source", {{"text", "class Model: pass"}}}};
+  Capabilities c;
+  c.supported = {JobKind::kTorch};
+  EXPECT_EQ(CheckSupported(Parse(doc), c).message(), "this server has no GPU; kind 'torch' needs one");
+  c.cpu_kinds = {JobKind::kTorch};
+  EXPECT_TRUE(CheckSupported(Parse(doc), c).ok());
+}
+
+TEST(CapabilitiesTest, ReferenceFromTheOtherEngineIsRejected) {
+  Capabilities c = GpuServer();
+  c.supported.insert({JobKind::kTorch, JobKind::kTorchCuda});
+  // A cuda kernel cannot be checked against a torch module...
   json doc = testing::VectorAddSpec();
   doc["reference"] = {{"kind", "torch"}, {"source", {{"text", "class Model: pass"}}}};
-  Status s = CheckSupported(Parse(doc), GpuServer());
-  EXPECT_FALSE(s.ok());
+  Status s = CheckSupported(Parse(doc), c);
+  EXPECT_EQ(s.error_class(), ErrorClass::kRejected);
   EXPECT_EQ(s.field(), "reference.kind");
+  // ...nor a torch module against a cuda kernel.
+  json py = {{"kind", "torch_cuda"}, {"source", {{"text", "class Model: pass"}}}, {"reference", testing::VectorAddSpec()["reference"]}};
+  s = CheckSupported(Parse(py), c);
+  EXPECT_EQ(s.error_class(), ErrorClass::kRejected);
+  EXPECT_EQ(s.field(), "reference.kind");
+  EXPECT_NE(s.message().find("do not share buffers"), std::string::npos) << s.message();
+  // A Python reference for a Python candidate is fine.
+  py["reference"] = {{"kind", "torch"}, {"source", {{"text", "class Model: pass"}}}};
+  EXPECT_TRUE(CheckSupported(Parse(py), c).ok());
+}
+
+TEST(CapabilitiesTest, KindFamilies) {
+  for (JobKind k : {JobKind::kTorch, JobKind::kTorchCuda, JobKind::kTriton, JobKind::kKernelbench}) {
+    EXPECT_TRUE(IsPythonKind(k));
+    EXPECT_FALSE(IsModuleKind(k));
+  }
+  for (JobKind k : {JobKind::kCuda, JobKind::kCubin, JobKind::kPtx, JobKind::kFatbin}) {
+    EXPECT_TRUE(IsModuleKind(k));
+    EXPECT_FALSE(IsPythonKind(k));
+  }
+  EXPECT_FALSE(IsPythonKind(JobKind::kCudaProgram));
+  EXPECT_FALSE(IsModuleKind(JobKind::kCompile));
 }
 
 TEST(CapabilitiesTest, GpuKindWithoutGpu) {

@@ -49,6 +49,9 @@ struct SpecLimits {
   int64_t max_output_limit_bytes = int64_t{16} << 20;
   // profile.sections entries.
   size_t max_profile_sections = 32;
+  // Candidates in one batch (POST /v1/batches). Every candidate is a job; the
+  // whole batch is validated and stored in one transaction.
+  size_t max_batch_candidates = 1000;
 };
 
 }  // namespace assay

@@ -69,30 +69,106 @@ Status InsertEvent(SqliteConnection& conn, const std::string& job_id, JobState s
   return ins->Bind(1, job_id).Bind(2, JobStateName(state)).Bind(3, at_ms).Bind(4, message).Run();
 }
 
-}  // namespace
-
-Status SqliteStore::CreateJob(const JobRecord& job) {
+// Inserts one queued job and its first event. REQUIRES: a write transaction on conn.
+Status InsertJob(SqliteConnection& conn, const JobRecord& job) {
   if (job.id.empty()) return Status::Rejected("job id is empty", "id");
   int64_t created = job.created_ms > 0 ? job.created_ms : NowUnixMs();
-  std::lock_guard<std::mutex> lock(writer_mu_);
-  Result<Transaction> tx = Transaction::Begin(writer_);
-  if (!tx.ok()) return tx.status();
   {
-    Result<Stmt> exists = writer_.Prepare("SELECT 1 FROM jobs WHERE id = ?1");
+    Result<Stmt> exists = conn.Prepare("SELECT 1 FROM jobs WHERE id = ?1");
     if (!exists.ok()) return exists.status();
     Result<bool> row = exists->Bind(1, job.id).Step();
     if (!row.ok()) return row.status();
     if (*row) return Status::Rejected(fmt::format("job {} already exists", job.id), "id");
   }
-  Result<Stmt> ins = writer_.Prepare(fmt::format(
+  Result<Stmt> ins = conn.Prepare(fmt::format(
       "INSERT INTO jobs ({}) VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8, ?9, ?10, ?10)", kJobColumns));
   if (!ins.ok()) return ins.status();
   ins->Bind(1, job.id).Bind(2, job.key_id).Bind(3, job.name).Bind(4, JobKindName(job.kind));
   ins->Bind(5, job.spec_json).Bind(6, job.result_json).Bind(7, job.error_class);
   ins->Bind(8, job.error_message).Bind(9, int64_t{job.attempts}).Bind(10, created);
   ASSAY_RETURN_IF_ERROR(ins->Run());
-  ASSAY_RETURN_IF_ERROR(InsertEvent(writer_, job.id, JobState::kQueued, created, "accepted"));
+  return InsertEvent(conn, job.id, JobState::kQueued, created, "accepted");
+}
+
+}  // namespace
+
+Status SqliteStore::CreateJob(const JobRecord& job) {
+  if (job.id.empty()) return Status::Rejected("job id is empty", "id");
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Result<Transaction> tx = Transaction::Begin(writer_);
+  if (!tx.ok()) return tx.status();
+  ASSAY_RETURN_IF_ERROR(InsertJob(writer_, job));
   return tx->Commit();
+}
+
+Status SqliteStore::CreateBatch(const BatchRecord& batch) {
+  if (batch.id.empty()) return Status::Rejected("batch id is empty", "id");
+  if (batch.members.empty()) return Status::Rejected("a batch needs at least one job", "members");
+  int64_t created = batch.created_ms > 0 ? batch.created_ms : NowUnixMs();
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  // One transaction: a failure part-way (a duplicate id, a full disk) rolls
+  // every job back, so a batch is never half stored.
+  Result<Transaction> tx = Transaction::Begin(writer_);
+  if (!tx.ok()) return tx.status();
+  {
+    Result<Stmt> ins = writer_.Prepare(
+        "INSERT INTO batches (id, key_id, name, created_ms) VALUES (?1, ?2, ?3, ?4)"
+        " ON CONFLICT (id) DO NOTHING");
+    if (!ins.ok()) return ins.status();
+    ASSAY_RETURN_IF_ERROR(ins->Bind(1, batch.id).Bind(2, batch.key_id).Bind(3, batch.name).Bind(4, created).Run());
+    if (writer_.changes() == 0) return Status::Rejected(fmt::format("batch {} already exists", batch.id), "id");
+  }
+  for (size_t i = 0; i < batch.members.size(); ++i) {
+    const BatchMember& m = batch.members[i];
+    JobRecord job = m.job;
+    if (job.created_ms <= 0) job.created_ms = created;
+    ASSAY_RETURN_IF_ERROR(InsertJob(writer_, job));
+    Result<Stmt> member = writer_.Prepare(
+        "INSERT INTO batch_jobs (batch_id, idx, name, job_id) VALUES (?1, ?2, ?3, ?4)");
+    if (!member.ok()) return member.status();
+    ASSAY_RETURN_IF_ERROR(member->Bind(1, batch.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.name)
+                              .Bind(4, job.id).Run());
+  }
+  return tx->Commit();
+}
+
+Result<BatchRecord> SqliteStore::GetBatch(const std::string& id) {
+  Result<Reader> r = AcquireReader();
+  if (!r.ok()) return r.status();
+  // One snapshot for the batch row and its jobs.
+  ASSAY_RETURN_IF_ERROR((*r)->Exec("BEGIN"));
+  BatchRecord b;
+  {
+    Result<Stmt> q = (*r)->Prepare("SELECT id, key_id, name, created_ms FROM batches WHERE id = ?1");
+    if (!q.ok()) return q.status();
+    Result<bool> row = q->Bind(1, id).Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::NotFound(fmt::format("no batch {}", id));
+    b.id = q->Text(0);
+    b.key_id = q->Text(1);
+    b.name = q->Text(2);
+    b.created_ms = q->Int(3);
+  }
+  std::string columns;
+  for (std::string_view c : {"id", "key_id", "name", "kind", "state", "spec_json", "result_json", "error_class",
+                             "error_message", "attempts", "created_ms", "updated_ms"})
+    columns += fmt::format("{}jobs.{}", columns.empty() ? "" : ", ", c);
+  Result<Stmt> q = (*r)->Prepare(fmt::format(
+      "SELECT {}, batch_jobs.name FROM batch_jobs JOIN jobs ON jobs.id = batch_jobs.job_id"
+      " WHERE batch_jobs.batch_id = ?1 ORDER BY batch_jobs.idx",
+      columns));
+  if (!q.ok()) return q.status();
+  q->Bind(1, id);
+  for (;;) {
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    Result<JobRecord> job = RowToJob(*q);
+    if (!job.ok()) return job.status();
+    b.members.push_back(BatchMember{q->Text(12), std::move(job).value()});
+  }
+  ASSAY_RETURN_IF_ERROR((*r)->Exec("COMMIT"));
+  return b;
 }
 
 Result<JobRecord> SqliteStore::GetJob(const std::string& id) {

@@ -12,7 +12,7 @@ namespace {
 
 // States and kinds are stored by their wire names (JobStateName / JobKindName)
 // so the file reads well in `sqlite3` and maps 1:1 onto PostgreSQL.
-constexpr std::array<Migration, 2> kMigrations = {{
+constexpr std::array<Migration, 3> kMigrations = {{
     {1, "jobs and job events", R"sql(
 CREATE TABLE jobs (
   id            TEXT PRIMARY KEY,
@@ -57,6 +57,24 @@ CREATE TABLE api_keys (
   created_ms    INTEGER NOT NULL,
   revoked_ms    INTEGER
 );
+)sql"},
+    // A batch (POST /v1/batches) groups jobs submitted together. Membership
+    // goes with the job (ON DELETE CASCADE): clean-up of old jobs shrinks
+    // their batch, and DeleteJobsBefore drops a batch left empty.
+    {3, "batches", R"sql(
+CREATE TABLE batches (
+  id         TEXT PRIMARY KEY,
+  key_id     TEXT NOT NULL DEFAULT '',
+  name       TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE batch_jobs (
+  batch_id TEXT NOT NULL REFERENCES batches (id) ON DELETE CASCADE,
+  idx      INTEGER NOT NULL,
+  name     TEXT NOT NULL,
+  job_id   TEXT NOT NULL UNIQUE REFERENCES jobs (id) ON DELETE CASCADE,
+  PRIMARY KEY (batch_id, idx)
+) WITHOUT ROWID;
 )sql"},
 }};
 

@@ -128,6 +128,9 @@ Result<int64_t> SqliteStore::DeleteJobsBefore(int64_t unix_ms) {
   if (!del.ok()) return del.status();
   ASSAY_RETURN_IF_ERROR(del->Bind(1, unix_ms).Run());
   int64_t n = writer_.changes();
+  // Batch membership went with the jobs (ON DELETE CASCADE); drop batches left empty.
+  ASSAY_RETURN_IF_ERROR(writer_.Exec(
+      "DELETE FROM batches WHERE NOT EXISTS (SELECT 1 FROM batch_jobs WHERE batch_jobs.batch_id = batches.id)"));
   ASSAY_RETURN_IF_ERROR(tx->Commit());
   log::Event("store.delete_jobs").Kv("before_ms", unix_ms).Kv("deleted", n).Info();
   return n;

@@ -4,8 +4,8 @@
 // writer_mu_; reader connections are leased from a pool (readers_mu_ guards
 // only the pool itself, never a query). WAL gives readers a committed snapshot
 // without waiting for the writer. Methods are split over files by concept:
-// sqlite_store.cc (open, pool, stats, clean-up), sqlite_jobs.cc, sqlite_blobs.cc,
-// sqlite_keys.cc.
+// sqlite_store.cc (open, pool, stats, clean-up), sqlite_jobs.cc, sqlite_batches.cc,
+// sqlite_blobs.cc, sqlite_keys.cc.
 #pragma once
 
 #include <filesystem>
@@ -29,6 +29,8 @@ class SqliteStore final : public Store {
   Result<JobRecord> Transition(const std::string& id, JobState to, const TransitionUpdate& update) override;
   Result<std::vector<JobEvent>> Events(const std::string& id, int64_t after_seq) override;
   Result<std::vector<JobRecord>> JobsInStates(const std::vector<JobState>& states) override;
+  Status CreateBatch(const BatchRecord& batch) override;
+  Result<BatchRecord> GetBatch(const std::string& id) override;
 
   Result<std::string> PutBlob(std::string_view data) override;
   Result<std::string> GetBlob(const std::string& hash) override;

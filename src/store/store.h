@@ -70,6 +70,20 @@ struct TransitionUpdate {
   bool count_attempt = false;               // increments attempts
 };
 
+// A batch (POST /v1/batches): jobs submitted together, one per candidate.
+struct BatchMember {
+  std::string name;   // the candidate's name, unique within the batch
+  JobRecord job;      // CreateBatch: the job to insert; GetBatch: its current record
+};
+
+struct BatchRecord {
+  std::string id;                    // "b_<24 hex>"
+  std::string key_id;                // submitting API key ("" without auth)
+  std::string name;                  // user label, may be empty
+  int64_t created_ms = 0;            // Unix ms
+  std::vector<BatchMember> members;  // in submission order
+};
+
 struct ApiKeyInfo {
   std::string id;       // "k_<24 hex>"
   std::string name;
@@ -106,6 +120,14 @@ class Store {
   virtual Result<std::vector<JobEvent>> Events(const std::string& id, int64_t after_seq) = 0;
   // Jobs in one of `states`, oldest first (used on start-up and by the scheduler).
   virtual Result<std::vector<JobRecord>> JobsInStates(const std::vector<JobState>& states) = 0;
+
+  // Inserts the batch and every member's job (queued, with its first event)
+  // in ONE transaction: all of them or none. Rejects a duplicate batch or job id.
+  virtual Status CreateBatch(const BatchRecord& batch) = 0;
+  // The batch with its members' current job records, in submission order.
+  // Jobs deleted by DeleteJobsBefore have left their batch; a batch with no
+  // job left is deleted with the last one.
+  virtual Result<BatchRecord> GetBatch(const std::string& id) = 0;
 
   // Content-addressed blobs, compressed with zstd, deduplicated by SHA-256 of the raw bytes.
   // Returns the hash.

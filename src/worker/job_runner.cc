@@ -5,6 +5,7 @@
 
 #include "worker/kernel_runner.h"
 #include "worker/program_runner.h"
+#include "worker/python_runner.h"
 
 namespace assay {
 namespace {
@@ -34,6 +35,7 @@ void RegisterBuiltinJobRunners() {
   std::call_once(once, [] {
     RegisterJobRunner("cuda_program", RunCudaProgram);
     for (const char* kind : {"cuda", "cubin", "ptx", "fatbin"}) RegisterJobRunner(kind, RunKernelJob);
+    for (const char* kind : {"torch", "torch_cuda", "triton", "kernelbench"}) RegisterJobRunner(kind, RunPythonJob);
   });
 }
 

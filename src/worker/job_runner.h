@@ -1,6 +1,7 @@
 // Job kinds the worker can run, keyed by the spec's "kind". WorkerMain looks the
 // kind up here, so a new kind is added by registering a runner, without
-// touching the worker loop. Built-in kinds (cuda_program) are registered by
+// touching the worker loop. Built-in kinds (cuda_program, the kernel kinds,
+// the Python kinds) are registered by
 // RegisterBuiltinJobRunners(); tests may register extra kinds before WorkerMain.
 //
 // Thread-safety: register before WorkerMain starts; lookups are then read-only.
@@ -31,6 +32,7 @@ struct RunContext {
   int device = -1;                          // CUDA ordinal of this worker; -1 = no GPU
   std::filesystem::path work_dir;           // make per-job temp dirs under it
   bool sandbox = true;                      // isolate user programs (proc/sandbox.h)
+  const PythonWorkerOptions* python = nullptr;  // the Python kinds' interpreter and caches (never null in WorkerMain)
   const std::atomic<bool>* cancel = nullptr;  // becomes true when the server cancels the job
   // Sends a `progress` message ({job_id, phase, ...fields}); thread-safe.
   std::function<void(const std::string& phase, nlohmann::json fields)> progress;

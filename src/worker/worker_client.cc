@@ -123,6 +123,10 @@ Result<nlohmann::json> WorkerClient::EnsureStarted() {
   std::vector<std::string> args = {options_.self_exe.string(), "worker", "--device",
                                    std::to_string(options_.device), "--work-dir", options_.work_dir.string()};
   if (!options_.sandbox) args.push_back("--no-sandbox");
+  if (!options_.python.interpreter.empty()) {
+    args.insert(args.end(), {"--python", options_.python.interpreter.string(), "--python-device",
+                             options_.python.device, "--python-cache", options_.python.cache_dir.string()});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

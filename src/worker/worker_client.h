@@ -23,6 +23,15 @@
 
 namespace assay {
 
+// How a worker runs the Python kinds (torch, torch_cuda, triton, kernelbench;
+// docs/python-kinds.md). An empty interpreter means the worker has none.
+struct PythonWorkerOptions {
+  std::filesystem::path interpreter;  // e.g. /opt/torch/.venv/bin/python3; looked up in PATH if bare
+  std::string device = "cuda";        // "cuda"; "cpu" only for tests (`assay serve --python-device cpu`)
+  std::filesystem::path cache_dir;    // torch_ext/<key>/ and triton/ live here (shared by jobs)
+  std::filesystem::path harness;      // empty: assay_harness.py next to the running binary (tests override)
+};
+
 struct WorkerOptions {
   std::filesystem::path self_exe;     // the assay binary; started as `assay worker ...`
   int device = -1;                    // CUDA ordinal; -1 = no GPU
@@ -32,6 +41,10 @@ struct WorkerOptions {
   int64_t kill_grace_ms = 2'000;          // beyond a job's timeout before the group is killed
   bool sandbox = true;                    // no network, own temp dir, rlimits for user programs
   int64_t start_timeout_ms = 30'000;      // [ms] for the hello (creating a CUDA context takes seconds)
+  // Passed to the worker as --python / --python-device / --python-cache. With
+  // an interpreter the worker probes it before its hello (up to 60 s: raise
+  // start_timeout_ms to match).
+  PythonWorkerOptions python;
 };
 
 // One unit of GPU-side work, prepared by the scheduler (artifacts already built).
@@ -80,7 +93,10 @@ class WorkerClient {
   std::unique_ptr<Impl> impl_;
 };
 
-// Entry point of `assay worker` (`assay worker --device N --work-dir DIR [--no-sandbox]`): speaks the protocol on fds 3 (in) and 4 (out).
-int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox);
+// Entry point of `assay worker` (`assay worker --device N --work-dir DIR [--no-sandbox]
+// [--python PATH --python-device cuda|cpu --python-cache DIR]`): speaks the protocol on
+// fds 3 (in) and 4 (out). Without python.interpreter the Python kinds are not offered.
+int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox,
+               const PythonWorkerOptions& python = {});
 
 }  // namespace assay

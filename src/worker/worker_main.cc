@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -19,7 +20,9 @@
 #include "common/log.h"
 #include "proc/sandbox.h"
 #include "worker/job_runner.h"
+#include "spec/capabilities.h"
 #include "worker/protocol.h"
+#include "worker/python_runner.h"
 #include "worker/worker_client.h"
 
 #ifdef ASSAY_WORKER_HAS_GPU
@@ -51,8 +54,8 @@ nlohmann::json GpuInfoFor(int device, std::string* error) {
 
 class Worker {
  public:
-  Worker(int device, std::filesystem::path work_dir, bool sandbox)
-      : device_(device), work_dir_(std::move(work_dir)), sandbox_(sandbox) {
+  Worker(int device, std::filesystem::path work_dir, bool sandbox, PythonWorkerOptions python)
+      : device_(device), work_dir_(std::move(work_dir)), sandbox_(sandbox), python_(std::move(python)) {
     const char* hb = getenv("ASSAY_WORKER_HEARTBEAT_MS");
     heartbeat_ms_ = hb ? std::max<int64_t>(10, std::atoll(hb)) : kDefaultHeartbeatMs;
   }
@@ -94,7 +97,21 @@ class Worker {
     m["device"] = device_;
     m["gpu"] = GpuInfoFor(device_, &gpu_error);
     if (!gpu_error.empty()) m["gpu_error"] = gpu_error;
-    m["capabilities"] = {{"kinds", RegisteredJobKinds()},
+    // The Python kinds are offered only when the interpreter's probe says
+    // torch (for triton: triton) imports; the probe runs once, here.
+    std::vector<std::string> python_kinds;
+    if (!python_.interpreter.empty()) {
+      const PythonProbe& probe = ProbePython(python_, device_, work_dir_);
+      python_kinds = PythonKinds(probe);
+      m["python"] = PythonHelloJson(python_, probe);
+    }
+    std::vector<std::string> kinds;
+    for (const std::string& k : RegisteredJobKinds()) {
+      auto kind = JobKindFromName(k);
+      bool python = kind && IsPythonKind(*kind);
+      if (!python || std::find(python_kinds.begin(), python_kinds.end(), k) != python_kinds.end()) kinds.push_back(k);
+    }
+    m["capabilities"] = {{"kinds", kinds},
                          {"sandbox", sandbox_ ? SandboxModeName(DetectSandboxMode()) : "off"}};
     return m;
   }
@@ -178,12 +195,15 @@ class Worker {
     ctx.spec = &spec;
     ctx.artifact = msg.value("artifact", "");
     ctx.reference_artifact = msg.value("reference_artifact", "");
-    for (const auto& [hash, path] : msg.value("blob_files", nlohmann::json::object()).items())
-      ctx.blob_files[hash] = path.get<std::string>();
+    // Bound to a local: items() of the temporary that value() returns would dangle in the loop.
+    const nlohmann::json blob_files = msg.value("blob_files", nlohmann::json::object());
+    for (const auto& [hash, path] : blob_files.items())
+      if (path.is_string()) ctx.blob_files[hash] = path.get<std::string>();
     ctx.timeout_ms = msg.value("timeout_ms", int64_t{60'000});
     ctx.device = device_;
     ctx.work_dir = work_dir_;
     ctx.sandbox = sandbox_;
+    ctx.python = &python_;
     ctx.cancel = &cancel_;
     ctx.progress = [this, job_id](const std::string& phase, nlohmann::json fields) {
       nlohmann::json m = NewMessage("progress");
@@ -240,6 +260,7 @@ class Worker {
   const int device_;
   const std::filesystem::path work_dir_;
   const bool sandbox_;
+  const PythonWorkerOptions python_;
   int64_t heartbeat_ms_;
 
   std::mutex write_mu_;  // serializes frames on kOutFd
@@ -256,11 +277,11 @@ class Worker {
 
 }  // namespace
 
-int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox) {
+int WorkerMain(int device, const std::filesystem::path& work_dir, bool sandbox, const PythonWorkerOptions& python) {
   // A write to a server that went away must fail with EPIPE, not kill us silently.
   signal(SIGPIPE, SIG_IGN);
   RegisterBuiltinJobRunners();
-  Worker worker(device, work_dir, sandbox);
+  Worker worker(device, work_dir, sandbox, python);
   return worker.Main();
 }
 

@@ -1,0 +1,372 @@
+#include "worker/python_runner.h"
+
+#include <mutex>
+#include <optional>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "cupti/kernel_report.h"
+#include "gpu/devices.h"
+#include "proc/sandbox.h"
+#include "spec/job_spec.h"
+#include "worker/python_request.h"
+#include "worker/python_result.h"
+
+extern char** environ;
+
+namespace assay {
+namespace {
+
+using nlohmann::json;
+
+std::filesystem::path SelfDir() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : self.parent_path();
+}
+
+std::map<std::string, std::string> InheritedEnv() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env.erase("ASSAY_WORKER_HEARTBEAT_MS");
+  return env;
+}
+
+std::filesystem::path ResolveInterpreter(const std::filesystem::path& interpreter) {
+  const char* path = getenv("PATH");
+  // Not canonicalized: a venv's python must keep its own path to find pyvenv.cfg.
+  return FindExecutable(interpreter.string(), path ? path : "/usr/bin:/bin");
+}
+
+std::filesystem::path HarnessFor(const PythonWorkerOptions& options) {
+  return options.harness.empty() ? DefaultHarnessPath() : options.harness;
+}
+
+// The GPU this worker runs on (for l2_bytes and TORCH_CUDA_ARCH_LIST), looked up once.
+const GpuInfo* WorkerGpu(int device) {
+  static const GpuInventory inv = ListGpus();
+  for (const auto& g : inv.gpus)
+    if (g.index == device) return &g;
+  return nullptr;
+}
+
+int64_t SamplesOf(const json& section) {
+  if (auto it = section.find("samples_ms"); it != section.end() && it->is_array()) return static_cast<int64_t>(it->size());
+  if (auto it = section.find("samples"); it != section.end() && it->is_number_integer()) return it->get<int64_t>();
+  return 0;
+}
+
+// The CUPTI record of one timed phase, named by the marks in `timing.<which>`.
+std::optional<PhaseClock> ClockOf(const std::filesystem::path& cupti_file, const json& doc, const char* which,
+                                  std::string* error) {
+  auto timing = doc.find("timing");
+  if (timing == doc.end() || !timing->is_object()) return std::nullopt;
+  auto section = timing->find(which);
+  if (section == timing->end() || !section->is_object()) return std::nullopt;
+  auto [begin, end] = MarksOf(*section, std::string_view(which) == "reference");
+  auto s = SummarizePhase(cupti_file, begin, end, {kL2FlushKernelName, kBlockingKernelName});
+  if (!s.ok()) {
+    if (error->empty()) *error = s.status().message();
+    return std::nullopt;
+  }
+  if (!s->begin_found || !s->end_found) {
+    if (error->empty()) *error = "the marks " + begin + "/" + end + " are not in the CUPTI record";
+    return std::nullopt;
+  }
+  return PhaseClock{std::move(s).value(), SamplesOf(*section)};
+}
+
+}  // namespace
+
+std::filesystem::path DefaultHarnessPath() { return SelfDir() / kHarnessFileName; }
+
+PythonProbe RunPythonProbe(const PythonWorkerOptions& options, int device, const std::filesystem::path& harness,
+                           const std::filesystem::path& scratch_dir) {
+  PythonProbe p;
+  p.harness = harness;
+  p.interpreter = ResolveInterpreter(options.interpreter);
+  if (p.interpreter.empty()) {
+    p.error = "no Python interpreter '" + options.interpreter.string() + "' on PATH";
+    return p;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(harness, ec)) {
+    p.error = "the harness " + harness.string() + " is missing";
+    return p;
+  }
+  if (options.device == "cuda" && device < 0) {
+    p.error = "this worker has no GPU (start the server with --python-device cpu to run the Python kinds on the "
+              "CPU, for tests)";
+    return p;
+  }
+  auto scratch = TempDir::Create("python_probe_", scratch_dir);
+  if (!scratch.ok()) {
+    p.error = scratch.status().message();
+    return p;
+  }
+  ProcessOptions po;
+  po.argv = {p.interpreter.string(), "-I", "-B", harness.string(), "--probe"};
+  po.cwd = scratch->path();
+  po.env = InheritedEnv();
+  (*po.env)["CUDA_VISIBLE_DEVICES"] = options.device == "cuda" ? std::to_string(device) : "";
+  (*po.env)["HOME"] = (*po.env)["TMPDIR"] = scratch->path().string();
+  po.timeout_ms = kPythonProbeTimeoutMs;
+  po.stdout_limit = 64 << 10;
+  po.stderr_limit = 64 << 10;
+  auto r = RunProcess(po);
+  if (!r.ok()) {
+    p.error = r.status().message();
+    return p;
+  }
+  if (r->timed_out) {
+    p.error = p.interpreter.string() + " --probe timed out after " + std::to_string(kPythonProbeTimeoutMs / 1000) + " s";
+    return p;
+  }
+  // The probe's JSON is its last line: imports may print before it.
+  std::string out = r->stdout_data;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  std::string last = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+  json info = json::parse(last, nullptr, false);
+  if (r->exit_code != 0 || info.is_discarded() || !info.is_object()) {
+    std::string err = SanitizeUtf8(r->stderr_data);
+    size_t end = err.find_last_not_of(" \n");
+    err = end == std::string::npos ? "" : err.substr(0, end + 1);
+    err = err.substr(err.rfind('\n') == std::string::npos ? 0 : err.rfind('\n') + 1);
+    p.error = p.interpreter.string() + " --probe failed (exit " + std::to_string(r->exit_code) + ")" +
+              (err.empty() ? "" : ": " + TruncateUtf8(err, 300));
+    return p;
+  }
+  p.info = info;
+  auto torch = info.find("torch");
+  if (torch == info.end() || !torch->is_string()) {
+    auto e = info.find("torch_error");
+    p.error = "torch does not import in " + p.interpreter.string() +
+              (e != info.end() && e->is_string() ? ": " + e->get<std::string>() : "");
+    return p;
+  }
+  auto cuda = info.find("cuda");
+  if (options.device == "cuda" && cuda != info.end() && cuda->is_boolean() && !cuda->get<bool>()) {
+    p.error = "torch " + torch->get<std::string>() + " in " + p.interpreter.string() + " sees no CUDA device";
+    return p;
+  }
+  auto triton = info.find("triton");
+  p.triton = triton != info.end() && triton->is_string();
+  p.ok = true;
+  return p;
+}
+
+const PythonProbe& ProbePython(const PythonWorkerOptions& options, int device, const std::filesystem::path& scratch_dir) {
+  static std::once_flag once;
+  static PythonProbe probe;
+  std::call_once(once, [&] {
+    int64_t t0 = MonotonicMs();
+    // A worker replaced after a crash takes its predecessor's answer instead of
+    // importing torch again (seconds); `assay serve` removes the file at start.
+    const auto cache = scratch_dir / kPythonProbeCacheFile;
+    const json key = {{"interpreter", options.interpreter.string()}, {"harness", HarnessFor(options).string()},
+                      {"device", options.device}, {"ordinal", device}};
+    if (auto text = ReadFile(cache, 1 << 20); text.ok()) {
+      json c = json::parse(*text, nullptr, false);
+      if (c.is_object() && c.value("key", json()) == key && c.contains("probe") && c["probe"].is_object()) {
+        probe.ok = true;
+        probe.info = c["probe"];
+        probe.interpreter = c.value("resolved", "");
+        probe.harness = HarnessFor(options);
+        probe.triton = probe.info.contains("triton") && probe.info["triton"].is_string();
+        log::Event("worker.python_probe").Kv("cached", true).Kv("ok", true).Info();
+        return;
+      }
+    }
+    probe = RunPythonProbe(options, device, HarnessFor(options), scratch_dir);
+    if (probe.ok)
+      (void)WriteFileAtomic(cache, json({{"key", key}, {"probe", probe.info}, {"resolved", probe.interpreter.string()}}).dump());
+    auto ev = log::Event("worker.python_probe");
+    ev.Kv("interpreter", options.interpreter.string()).Kv("device", options.device).Kv("ok", probe.ok)
+        .Kv("ms", MonotonicMs() - t0);
+    if (probe.ok) {
+      ev.Kv("info", probe.info.dump()).Info();
+    } else {
+      ev.Kv("error", probe.error).Warn();
+    }
+  });
+  return probe;
+}
+
+std::vector<std::string> PythonKinds(const PythonProbe& probe) {
+  if (!probe.ok) return {};
+  std::vector<std::string> kinds = {"torch", "torch_cuda", "kernelbench"};
+  if (probe.triton) kinds.push_back("triton");
+  return kinds;
+}
+
+json PythonHelloJson(const PythonWorkerOptions& options, const PythonProbe& probe) {
+  return {{"interpreter", probe.interpreter.empty() ? options.interpreter.string() : probe.interpreter.string()},
+          {"device", options.device},
+          {"ok", probe.ok},
+          {"probe", probe.info.is_null() ? json(nullptr) : probe.info},
+          {"error", probe.ok ? json(nullptr) : json(probe.error)},
+          {"kinds", PythonKinds(probe)}};
+}
+
+Result<HarnessOutput> RunHarness(const HarnessInvocation& inv) {
+  // A copy inside the job directory: every sandbox mode lets the harness read it.
+  const auto harness = inv.dir / kHarnessFileName;
+  std::error_code ec;
+  std::filesystem::copy_file(inv.harness, harness, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return Status::Infra("cannot copy the harness " + inv.harness.string() + ": " + ec.message());
+  const auto request = inv.dir / "request.json";
+  const auto result = inv.dir / "result.json";
+
+  ProcessOptions p;
+  p.argv = {inv.interpreter.string(), "-I", "-B", harness.string(), inv.mode,
+            "--request", request.string(), "--result", result.string()};
+  p.cwd = inv.dir;
+  p.env = InheritedEnv();
+  for (const auto& [k, v] : inv.env) (*p.env)[k] = v;
+  (*p.env)["HOME"] = (*p.env)["TMPDIR"] = inv.dir.string();
+  p.timeout_ms = inv.timeout_ms;
+  p.stdout_limit = p.stderr_limit = inv.output_limit;
+  p.cancel = inv.cancel;
+  p.sandbox.enabled = inv.sandbox;
+  p.sandbox.writable_dir = inv.dir;
+  p.sandbox.extra_writable_dirs = inv.writable_dirs;
+  p.on_start = inv.on_start;
+  auto r = RunProcess(p);
+  if (!r.ok()) return r.status();
+
+  HarnessOutput out;
+  out.process = std::move(r).value();
+  // The job could have replaced result.json by a link to someone else's: no links.
+  auto text = ReadJobFile(inv.dir, {"result.json"}, kMaxHarnessResultBytes);
+  if (!text.ok()) {
+    out.result_error = text.status().error_class() == ErrorClass::kNotFound
+                           ? "no result.json"
+                           : "result.json: " + text.status().message();
+  } else {
+    out.result = ParseHarnessResult(std::move(text).value(), &out.result_error);
+  }
+  return out;
+}
+
+WorkOutcome RunPythonJob(const RunContext& ctx) {
+  WorkOutcome out;
+  const std::string kind = ctx.spec->value("kind", "");
+  if (!ctx.python || ctx.python->interpreter.empty()) {
+    out.status = Status::Rejected("this worker has no Python interpreter; kind '" + kind + "' cannot run here", "kind");
+    return out;
+  }
+  const PythonWorkerOptions& py = *ctx.python;
+  const PythonProbe& probe = ProbePython(py, ctx.device, ctx.work_dir);
+  if (!probe.ok) {
+    out.status = Status::Rejected("this worker cannot run kind '" + kind + "': " + probe.error, "kind");
+    return out;
+  }
+  auto spec = ParseJobSpecJson(*ctx.spec);
+  if (!spec.ok()) {
+    out.status = Status::Infra("the job's spec no longer parses: " + spec.status().ToString());
+    return out;
+  }
+  if (spec->kind == JobKind::kTriton && !probe.triton) {
+    out.status = Status::Rejected("triton does not import in " + probe.interpreter.string(), "kind");
+    return out;
+  }
+  const bool on_gpu = py.device == "cuda";
+  const GpuInfo* gpu = on_gpu ? WorkerGpu(ctx.device) : nullptr;
+  if (on_gpu && !gpu) {
+    out.status = Status::Infra("worker has no GPU " + std::to_string(ctx.device));
+    out.exit_worker = true;
+    return out;
+  }
+  auto dir = TempDir::Create("job_" + ctx.job_id + "_", ctx.work_dir);
+  if (!dir.ok()) {
+    out.status = dir.status();
+    return out;
+  }
+  auto source = PythonCandidateSource(*spec, ctx.blob_files);
+  if (!source.ok()) {
+    out.status = source.status();
+    return out;
+  }
+  const std::string arch_list = gpu ? TorchArchList(gpu->arch()) : "";
+  const auto ext_dir = py.cache_dir / "torch_ext" / PythonExtensionKey(*source, probe.info, arch_list);
+  const auto triton_dir = py.cache_dir / "triton";
+  std::error_code ec;
+  std::filesystem::create_directories(ext_dir, ec);
+  if (!ec) std::filesystem::create_directories(triton_dir, ec);
+  if (ec) {
+    out.status = Status::Infra("cannot make the Python caches under " + py.cache_dir.string() + ": " + ec.message());
+    return out;
+  }
+
+  HarnessInvocation inv;
+  inv.interpreter = probe.interpreter;
+  inv.harness = probe.harness;
+  inv.dir = dir->path();
+  inv.mode = "run";
+  inv.env["CUDA_VISIBLE_DEVICES"] = on_gpu ? std::to_string(ctx.device) : "";
+  inv.env["TORCH_EXTENSIONS_DIR"] = ext_dir.string();
+  inv.env["TRITON_CACHE_DIR"] = triton_dir.string();
+  if (!arch_list.empty()) inv.env["TORCH_CUDA_ARCH_LIST"] = arch_list;
+  inv.writable_dirs = {ext_dir, triton_dir};
+  // The second clock: the injection library records every kernel and the
+  // harness's marks. Copied into the job directory so any sandbox can read it.
+  const auto cupti_out = dir->path() / "cupti.json";
+  bool profiled = false;
+  if (auto lib = SelfDir() / "libassay_cupti.so"; on_gpu && std::filesystem::exists(lib, ec)) {
+    auto local = dir->path() / "libassay_cupti.so";
+    std::filesystem::copy_file(lib, local, ec);
+    if (!ec) {
+      inv.env["CUDA_INJECTION64_PATH"] = local.string();
+      inv.env["ASSAY_CUPTI_OUT"] = cupti_out.string();
+      profiled = true;
+    }
+  }
+  PythonRequestOptions ro;
+  ro.mode = "run";
+  ro.device = py.device;
+  ro.l2_bytes = gpu ? gpu->l2_bytes : 0;
+  ro.cupti_marks = profiled;
+  if (auto req = WritePythonJob(*spec, dir->path(), ctx.blob_files, ro); !req.ok()) {
+    out.status = req.status();
+    return out;
+  }
+  inv.timeout_ms = ctx.timeout_ms;
+  inv.cancel = ctx.cancel;
+  inv.sandbox = ctx.sandbox;
+  // The server kills this group too when it has to kill the worker.
+  inv.on_start = [&](int pid) {
+    if (ctx.progress) ctx.progress("running", {{"pgid", pid}});
+  };
+  auto r = RunHarness(inv);
+  if (ctx.progress) ctx.progress("finished", json::object());
+  if (!r.ok()) {
+    out.status = r.status();
+    return out;
+  }
+
+  HarnessRun run;
+  run.process = std::move(r->process);
+  run.result = std::move(r->result);
+  run.result_error = std::move(r->result_error);
+  run.dir = dir->path();
+  run.timeout_ms = ctx.timeout_ms;
+  run.outputs = spec->outputs;
+  run.helper_name_in_source = MentionsHelperKernel(*source);
+  if (profiled && run.result.is_object()) {
+    run.candidate_clock = ClockOf(cupti_out, run.result, "candidate", &run.cupti_error);
+    run.reference_clock = ClockOf(cupti_out, run.result, "reference", &run.cupti_error);
+  } else if (on_gpu && !profiled) {
+    run.cupti_error = "libassay_cupti.so is not installed next to the assay binary";
+  }
+  out = MapHarnessRun(run);
+  out.result["python"]["interpreter"] = probe.interpreter.string();
+  out.result["python"]["device"] = py.device;
+  if (gpu) out.result["gpu"] = ToJson(*gpu);
+  return out;
+}
+
+}  // namespace assay
