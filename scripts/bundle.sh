@@ -14,6 +14,7 @@ files=(
   src/gpu/assay_gpu_test src/measure/assay_measure_test src/engine/assay_engine_test
   src/cupti/assay_cupti_gpu_test src/cupti/assay_cupti_probe src/cupti/assay_cupti_no_cuda_probe
   tests/assay_gpu_integration_test tests/assay_integration_test bench/assay_bench_timing
+  tests/assay_python_gpu_test tests/assay_python_integration_test
 )
 for f in "${files[@]}"; do
   [ -e "$B/$f" ] || { echo "bundle: missing $B/$f" >&2; exit 1; }

@@ -28,6 +28,14 @@ run cupti         "$BUNDLE/src/cupti/assay_cupti_gpu_test"
 run gpu_server    "$BUNDLE/tests/assay_gpu_integration_test"
 run server        "$BUNDLE/tests/assay_integration_test"
 run demo          ./examples/run-all.sh "$BUNDLE/assay"
+# The Python kinds (issue 4) with the GPU machine's interpreter (torch + triton).
+PY=${ASSAY_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
+[ -x "$PY" ] || PY=$(command -v python3)
+export ASSAY_TEST_PYTHON="$PY"
+run python_gpu    "$BUNDLE/tests/assay_python_gpu_test"
+run python_server env ASSAY_TEST_PYTHON_DEVICE=cuda "$BUNDLE/tests/assay_python_integration_test"
+run harness_cpu   "$PY" -B tests/python/test_harness.py
+run harness_smoke env ASSAY_HARNESS="$BUNDLE/assay_harness.py" tests/python/gpu_smoke.sh "$BUNDLE"
 grep -E "vector add .* median" "$OUT/gpu_server.log"
 echo
 printf '%s\n' "${summary[@]}"
