@@ -11,8 +11,14 @@ export LD_LIBRARY_PATH="$BUNDLE:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export ASSAY_BIN="$BUNDLE/assay" ASSAY_EXPECT_GPU=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 summary=()
+# The Python kinds (issue 4) use the GPU machine's interpreter (torch + triton).
+PY=${ASSAY_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
+[ -x "$PY" ] || PY=$(command -v python3)
+export ASSAY_TEST_PYTHON="$PY" ASSAY_TEST_PYTHON_DEVICE=cuda
+ONLY=${ONLY:-}  # e.g. ONLY="python_gpu python_server": run only these suites
 run() {  # run NAME CMD...
   local name=$1; shift
+  if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   local t0=$(date +%s%N)
   ( "$@" ) > "$OUT/$name.log" 2>&1
   local rc=$?
@@ -28,10 +34,6 @@ run cupti         "$BUNDLE/src/cupti/assay_cupti_gpu_test"
 run gpu_server    "$BUNDLE/tests/assay_gpu_integration_test"
 run server        "$BUNDLE/tests/assay_integration_test"
 run demo          ./examples/run-all.sh "$BUNDLE/assay"
-# The Python kinds (issue 4) with the GPU machine's interpreter (torch + triton).
-PY=${ASSAY_TEST_PYTHON:-/opt/torch/.venv/bin/python3}
-[ -x "$PY" ] || PY=$(command -v python3)
-export ASSAY_TEST_PYTHON="$PY"
 run python_gpu    "$BUNDLE/tests/assay_python_gpu_test"
 run python_server env ASSAY_TEST_PYTHON_DEVICE=cuda "$BUNDLE/tests/assay_python_integration_test"
 run harness_cpu   "$PY" -B tests/python/test_harness.py

@@ -45,6 +45,7 @@ from torch.utils.cpp_extension import load_inline
 
 cuda_src = r'''
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 __global__ void assay_test_add_kernel(const float* x, const float* y, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = x[i] + y[i];
