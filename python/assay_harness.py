@@ -396,6 +396,11 @@ def capture_torch():
     import torch
     K.torch = torch
     K.Tensor = torch.Tensor
+    try:
+        import torch.autograd.graph as _graph
+        K.increment_version = getattr(_graph, "increment_version", None)
+    except Exception:  # torch < 2.0 (Debian's 1.13): no such module function
+        K.increment_version = None
     TB = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase
     K.TB = TB
     for name in ("clone", "contiguous", "reshape", "view", "to", "cpu", "numpy", "item", "fill_", "copy_",
@@ -1472,6 +1477,27 @@ def _clone_value(v):
     return K.clone(v) if isinstance(v, K.Tensor) else v
 
 
+def _version_bumper(values):
+    """A function that marks every tensor in `values` as modified (its `_version` counter moves on), with
+    no GPU work: each timed call then sees inputs that "changed" since the last call, so a cache keyed on
+    the input object and its version (the cheapest way to skip work on a repeated call) never hits.
+    torch >= 2.0 has torch.autograd.graph.increment_version; on older torch it does nothing (CPU tests)."""
+    tensors = [v for v in values if isinstance(v, K.Tensor)]
+    inc = getattr(K, "increment_version", None)
+    if inc is None or not tensors:
+        return lambda: None
+    try:  # some tensors (inference-mode ones) have no version counter: then do nothing
+        for t in tensors:
+            inc(t)
+    except Exception:
+        return lambda: None
+
+    def bump():
+        for t in tensors:
+            inc(t)
+    return bump
+
+
 # --- kinds torch, torch_cuda, triton --------------------------------------------------------------
 
 class Callee:
@@ -1883,13 +1909,15 @@ class TensorJob(Job):
             self.reference.prepare_outputs(ref_values, persistent=False)
         pos = self.candidate.positional(cand_values)
         obj = self.candidate.obj
+        bump = _version_bumper(pos)
         self.reassert_stream()
-        timing["candidate"] = clock.measure(lambda: obj(*pos), self.timing, "cand", "")
+        timing["candidate"] = clock.measure(lambda: (bump(), obj(*pos))[1], self.timing, "cand", "")
         if self.reference is not None:
             rpos = self.reference.positional(ref_values)
             robj = self.reference.obj
+            rbump = _version_bumper(rpos)
             self.reassert_stream()
-            timing["reference"] = clock.measure(lambda: robj(*rpos), self.timing, "ref", "reference: ")
+            timing["reference"] = clock.measure(lambda: (rbump(), robj(*rpos))[1], self.timing, "ref", "reference: ")
             cm, rm = timing["candidate"]["median_ms"], timing["reference"]["median_ms"]
             timing["speedup"] = rm / cm if cm > 0 else None
             for v in ref_values.values():
@@ -2217,10 +2245,14 @@ class KernelBenchJob(Job):
         self.result["timing"] = timing
         seed = self.seed
 
+        bump, rbump = _version_bumper(inputs), _version_bumper(ref_inputs)
+
         def run_cand():
+            bump()
             return cand(*inputs)
 
         def run_ref():
+            rbump()
             return ref(*ref_inputs)
 
         self.reassert_stream()

@@ -298,6 +298,19 @@ bool ApplyTwoClocks(const PhaseClock& clock, json* timing, json* warnings, json*
   return true;
 }
 
+Status CheckTimedCallsDidWork(const PhaseClock& clock) {
+  const PhaseSummary& s = clock.summary;
+  if (!s.begin_found || !s.end_found || !s.complete || s.records_dropped > 0 || s.records_truncated ||
+      clock.samples <= 0)
+    return Status::Ok();  // no trustworthy record: nothing to conclude
+  const double per_call = static_cast<double>(s.kernels) / static_cast<double>(clock.samples);
+  if (per_call >= kMinKernelsPerTimedCall) return Status::Ok();
+  return Status::WrongResult(fmt::format(
+      "the candidate launched {:.2f} GPU kernels per timed call ({} kernels in {} calls): its timed calls did no GPU "
+      "work, so they returned results computed earlier (a cache across calls); every call must compute",
+      per_call, s.kernels, clock.samples));
+}
+
 WorkOutcome MapHarnessRun(const HarnessRun& run) {
   WorkOutcome out;
   out.result = json::object();
@@ -339,8 +352,13 @@ WorkOutcome MapHarnessRun(const HarnessRun& run) {
         if (s.is_string()) warnings.push_back(s);
     if (const json* t = ObjectMember(doc, "timing"); t && ObjectMember(*t, "candidate")) {
       json timing = FlattenTiming(*t);
-      if (run.candidate_clock)
+      if (run.candidate_clock) {
         ApplyTwoClocks(*run.candidate_clock, &timing, &warnings, &kernelbench, run.helper_name_in_source);
+        if (Status idle = CheckTimedCallsDidWork(*run.candidate_clock); !idle.ok() && out.status.ok()) {
+          out.status = idle;
+          if (kernelbench.is_object()) kernelbench["correctness"] = false;
+        }
+      }
       if (run.reference_clock && timing.contains("reference") && run.reference_clock->summary.end_found &&
           run.reference_clock->samples > 0)
         timing["reference"]["cupti"] = CuptiTimingJson(*run.reference_clock);

@@ -89,6 +89,13 @@ WorkOutcome MapHarnessRun(const HarnessRun& run);
 // `timing.median_ms` becomes the busy time (`timing.source: "cupti"`, the
 // event figure kept as `timing.event_median_ms`), a warning is added, and a
 // kernelbench section's runtime and speedup follow. Returns true on disagreement.
+// The candidate's timed calls must launch GPU work: fewer than
+// kMinKernelsPerTimedCall kernels per call (by CUPTI, between the phase's marks)
+// means the calls returned results computed earlier. wrong_result then; OK when
+// the record is missing, incomplete or lossy (nothing to conclude).
+inline constexpr double kMinKernelsPerTimedCall = 0.5;
+Status CheckTimedCallsDidWork(const PhaseClock& clock);
+
 bool ApplyTwoClocks(const PhaseClock& clock, nlohmann::json* timing, nlohmann::json* warnings,
                     nlohmann::json* kernelbench, bool helper_name_in_source = false);
 

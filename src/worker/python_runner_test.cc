@@ -437,6 +437,23 @@ TEST(TwoClocksTest, WorkTheEventsMissedWins) {
   EXPECT_EQ(kb["event_runtime"], 0.011);
 }
 
+TEST(TwoClocksTest, TimedCallsWithoutGpuWorkAreACache) {
+  // 100 timed calls, but only 2 kernels between the marks: the calls returned
+  // a result computed before (a cache keyed on the unchanged input).
+  PhaseClock idle = Clock(CuptiDoc({{2'000'000, 2'010'000}, {3'000'000, 3'010'000}}, true), 100);
+  Status s = CheckTimedCallsDidWork(idle);
+  EXPECT_EQ(s.error_class(), ErrorClass::kWrongResult) << s.ToString();
+  EXPECT_NE(s.message().find("0.02 GPU kernels per timed call"), std::string::npos) << s.message();
+  // One kernel per call is work; so is a record that cannot be trusted (no conclusion).
+  EXPECT_TRUE(CheckTimedCallsDidWork(Clock(CuptiDoc({{2'000'000, 2'010'000}, {3'000'000, 3'010'000}}, true), 2)).ok());
+  PhaseClock lossy = idle;
+  lossy.summary.records_dropped = 5;
+  EXPECT_TRUE(CheckTimedCallsDidWork(lossy).ok());
+  PhaseClock unmarked = idle;
+  unmarked.summary.end_found = false;
+  EXPECT_TRUE(CheckTimedCallsDidWork(unmarked).ok());
+}
+
 TEST(TwoClocksTest, ThresholdHasSlackForTinyKernels) {
   // 0.013 ms busy against 0.008 ms on the events: under 0.008 * 1.1 + 0.005.
   PhaseClock c = Clock(CuptiDoc({{2'000'000, 2'013'000}}, false), 1);
