@@ -92,7 +92,8 @@ WorkOutcome MapHarnessRun(const HarnessRun& run);
 // The candidate's timed calls must launch GPU work: fewer than
 // kMinKernelsPerTimedCall kernels per call (by CUPTI, between the phase's marks)
 // means the calls returned results computed earlier. wrong_result then; OK when
-// the record is missing, incomplete or lossy (nothing to conclude).
+// the record is missing, incomplete or lossy (nothing to conclude). Not applied
+// when the reference's timed calls launch no kernels either (a pure view op).
 inline constexpr double kMinKernelsPerTimedCall = 0.5;
 Status CheckTimedCallsDidWork(const PhaseClock& clock);
 
