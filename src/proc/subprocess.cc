@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "common/util.h"
 #include "proc/sandbox.h"
@@ -170,8 +171,21 @@ std::string SignalName(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-Result<ProcessResult> RunProcess(const ProcessOptions& o) {
-  if (o.argv.empty() || o.argv[0].empty()) return Status::Infra("RunProcess: empty argv");
+StartedProcess::~StartedProcess() {
+  if (pid_ <= 0) return;
+  kill(-pid_, SIGKILL);  // the leader is running or a zombie: its group id is still ours
+  int status = 0;
+  ReapBlocking(pid_, &status);
+}
+
+bool StartedProcess::Exited() const {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  return waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+}
+
+Result<std::unique_ptr<StartedProcess>> StartProcess(const ProcessOptions& o) {
+  if (o.argv.empty() || o.argv[0].empty()) return Status::Infra("StartProcess: empty argv");
   static std::once_flag sigpipe_once;
   std::call_once(sigpipe_once, [] { signal(SIGPIPE, SIG_IGN); });
 
@@ -205,7 +219,7 @@ Result<ProcessResult> RunProcess(const ProcessOptions& o) {
 
   Pipe in, out, err, errpipe;
   UniqueFd devnull;
-  if (!o.stdin_data.empty()) {
+  if (o.stdin_pipe || !o.stdin_data.empty()) {
     ASSAY_RETURN_IF_ERROR(MakePipe(&in));
   } else {
     devnull.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -231,7 +245,6 @@ Result<ProcessResult> RunProcess(const ProcessOptions& o) {
   setup.limit_processes = o.sandbox.enabled;
   setup.sandbox = &child_sandbox;
 
-  const int64_t start = MonotonicMs();
   pid_t pid = fork();
   if (pid < 0) return Status::Infra(std::string("fork: ") + strerror(errno));
   if (pid == 0) ChildMain(setup);
@@ -256,19 +269,45 @@ Result<ProcessResult> RunProcess(const ProcessOptions& o) {
     if (failure.stage == kStageChdir) return Status::Infra("cannot enter " + cwd + ": " + why);
     return Status::Infra("cannot execute " + o.argv[0] + ": " + why);
   }
+
+  std::unique_ptr<StartedProcess> child(new StartedProcess());
+  child->pid_ = pid;
+  child->via_bwrap_ = via_bwrap;
+  child->stdin_w_ = std::move(in.write);
+  child->stdout_r_ = std::move(out.read);
+  child->stderr_r_ = std::move(err.read);
+  // Readable when the child exits: wakes poll() at once instead of after a slice.
+  child->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  return child;
+}
+
+Result<ProcessResult> RunProcess(const ProcessOptions& o) {
+  auto child = StartProcess(o);
+  if (!child.ok()) return child.status();
+  return SuperviseProcess(std::move(child).value(), o);
+}
+
+Result<ProcessResult> SuperviseProcess(std::unique_ptr<StartedProcess> child, const ProcessOptions& o) {
+  if (!child) return Status::Infra("SuperviseProcess: no process");
+  if (!o.stdin_data.empty() && !child->stdin_w_.valid()) {
+    return Status::Infra("SuperviseProcess: stdin_data for a child started without a stdin pipe");
+  }
+  const pid_t pid = std::exchange(child->pid_, -1);  // reaped here, not by the destructor
+  const bool via_bwrap = child->via_bwrap_;
   if (o.on_start) o.on_start(pid);
 
   ProcessResult r;
   Sink sinks[2] = {
-      {std::move(out.read), &r.stdout_data, &r.stdout_bytes, &r.stdout_truncated, o.stdout_limit},
-      {std::move(err.read), &r.stderr_data, &r.stderr_bytes, &r.stderr_truncated, o.stderr_limit},
+      {std::move(child->stdout_r_), &r.stdout_data, &r.stdout_bytes, &r.stdout_truncated, o.stdout_limit},
+      {std::move(child->stderr_r_), &r.stderr_data, &r.stderr_bytes, &r.stderr_truncated, o.stderr_limit},
   };
-  UniqueFd stdin_w = std::move(in.write);
+  UniqueFd stdin_w = std::move(child->stdin_w_);
   size_t stdin_off = 0;
+  if (stdin_w.valid() && o.stdin_data.empty()) stdin_w.Reset();  // nothing to say: EOF now
   if (stdin_w.valid()) fcntl(stdin_w.get(), F_SETFL, fcntl(stdin_w.get(), F_GETFL) | O_NONBLOCK);
-  // Readable when the child exits: wakes poll() at once instead of after a slice.
-  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd pidfd = std::move(child->pidfd_);
 
+  const int64_t start = MonotonicMs();
   const int64_t deadline = o.timeout_ms > 0 ? start + o.timeout_ms : 0;
   bool group_killed = false;
   bool leader_exited = false;

@@ -3,8 +3,11 @@
 // /dev/null unless given, close-on-exec pipes, EINTR retries, output drained
 // while it runs (capped, the rest counted and discarded so the child never
 // blocks on a full pipe), the whole group killed at the deadline, and reaped.
+// RunProcess does it in one call; StartProcess + SuperviseProcess split it, so
+// that a child can start before the work it will be given exists.
 //
-// Thread-safety: RunProcess may be called concurrently from many threads.
+// Thread-safety: RunProcess, StartProcess and SuperviseProcess may be called
+// concurrently from many threads; one StartedProcess is used by one thread at a time.
 #pragma once
 
 #include <atomic>
@@ -12,11 +15,13 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "proc/unique_fd.h"
 
 namespace assay {
 
@@ -38,14 +43,16 @@ struct ProcessOptions {
   std::filesystem::path cwd;                 // empty = inherit
   std::optional<std::map<std::string, std::string>> env;  // nullopt = inherit the parent's
   std::string stdin_data;                    // written to the child's stdin, then closed
+  bool stdin_pipe = false;                   // StartProcess: stdin is a pipe even with no stdin_data yet
   int64_t timeout_ms = 0;                    // 0 = none; past it the process group gets SIGKILL
   size_t stdout_limit = 1 << 20;             // bytes kept; the rest is counted and dropped
   size_t stderr_limit = 1 << 20;
   const std::atomic<bool>* cancel = nullptr; // when it becomes true the group is killed
   SandboxOptions sandbox;
-  // Called on the calling thread once the child has exec'd, with its pid (which
-  // is also its process group id). Lets a caller publish the pgid so that the
-  // group can be killed from outside (e.g. the worker tells the server).
+  // Called on the calling thread when supervision starts (RunProcess: once the
+  // child has exec'd), with its pid (which is also its process group id). Lets
+  // a caller publish the pgid so that the group can be killed from outside
+  // (e.g. the worker tells the server).
   std::function<void(int pid)> on_start;
 };
 
@@ -69,6 +76,46 @@ struct ProcessResult {
 // Side effect: SIGPIPE is set to SIG_IGN in the calling process (once), so that a
 // child closing its stdin early cannot kill the server; writes then see EPIPE.
 Result<ProcessResult> RunProcess(const ProcessOptions& options);
+
+// A child that StartProcess started and nobody supervises yet: e.g. an
+// interpreter importing its libraries before its job exists (the Python
+// kinds' standby harness, docs/python-kinds.md). Its stdout and stderr are
+// not read until SuperviseProcess, so a child that writes more than a pipe
+// holds (64 KiB) before then blocks until it is supervised. Destroying it
+// unsupervised kills its process group and reaps it. Like every child here it
+// gets SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG follows
+// the thread, not the process): start one only from a thread that outlives it.
+class StartedProcess {
+ public:
+  ~StartedProcess();
+  StartedProcess(const StartedProcess&) = delete;
+  StartedProcess& operator=(const StartedProcess&) = delete;
+
+  int pid() const { return pid_; }  // also its process group id
+  // The leader has exited (it stays a zombie, its group id reserved, until
+  // supervised or destroyed).
+  bool Exited() const;
+
+ private:
+  friend Result<std::unique_ptr<StartedProcess>> StartProcess(const ProcessOptions& options);
+  friend Result<ProcessResult> SuperviseProcess(std::unique_ptr<StartedProcess> child,
+                                                const ProcessOptions& options);
+  StartedProcess() = default;
+
+  int pid_ = -1;
+  bool via_bwrap_ = false;
+  UniqueFd stdin_w_, stdout_r_, stderr_r_, pidfd_;
+};
+
+// Starts a child as RunProcess does (argv, cwd, env, sandbox, stdin_pipe of
+// `options`) and returns once it has exec'd. Infra as RunProcess.
+Result<std::unique_ptr<StartedProcess>> StartProcess(const ProcessOptions& options);
+
+// Watches a started child to its end as RunProcess does, under the timeout
+// (counted from this call), cancel flag, output limits, stdin_data and
+// on_start of `options`; its argv, cwd, env and sandbox are not used.
+// stdin_data needs a stdin pipe (stdin_pipe at start): else Infra.
+Result<ProcessResult> SuperviseProcess(std::unique_ptr<StartedProcess> child, const ProcessOptions& options);
 
 // "SIGSEGV" for 11, etc.
 std::string SignalName(int sig);

@@ -36,11 +36,13 @@ ProcessResult MustRun(const ProcessOptions& o) {
 
 // A killed grandchild is re-parented to init, which may take its time to reap
 // it: a zombie counts as dead.
+// (Read with a stream: /proc files report size 0, which ReadFile trusts.)
 bool PidAlive(pid_t pid) {
-  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return false;
-  auto paren = stat->rfind(')');
-  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
 static_assert(std::is_nothrow_move_constructible_v<UniqueFd>);
@@ -208,6 +210,105 @@ TEST(SubprocessTest, OnStartSeesTheProcessGroupLeader) {
   auto r = MustRun(o);
   EXPECT_GT(seen, 0);
   EXPECT_EQ(std::stoi(r.stdout_data), seen);  // the child leads its own group
+}
+
+// A started child works before it has its task, then takes it on stdin; the
+// timeout counts from SuperviseProcess, not from the start.
+TEST(StartedProcessTest, TakesItsWorkOnStdinWhenSupervised) {
+  auto dir = TempDir::Create("assay_proc_");
+  ASSERT_TRUE(dir.ok());
+  auto o = Sh("echo warming; touch ready; read job; echo \"got $job\"; echo late >&2");
+  o.cwd = dir->path();
+  o.stdin_pipe = true;
+  auto child = StartProcess(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  const int pid = (*child)->pid();
+  EXPECT_GT(pid, 0);
+  for (int i = 0; i < 200 && !std::filesystem::exists(dir->path() / "ready"); ++i) usleep(10'000);
+  ASSERT_TRUE(std::filesystem::exists(dir->path() / "ready"));
+  usleep(300'000);  // longer than the timeout below: it must not count yet
+  EXPECT_FALSE((*child)->Exited());  // waiting for its job
+
+  ProcessOptions run;
+  run.stdin_data = "job-42\n";
+  run.timeout_ms = 250;
+  int seen = 0;
+  run.on_start = [&](int p) { seen = p; };
+  auto r = SuperviseProcess(std::move(child).value(), run);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(seen, pid);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->stdout_data, "warming\ngot job-42\n");  // output from before supervision is kept
+  EXPECT_EQ(r->stderr_data, "late\n");
+}
+
+TEST(StartedProcessTest, TimeoutAndOutputCapsApplyFromSupervision) {
+  auto o = Sh("read job; yes");
+  o.stdin_pipe = true;
+  auto child = StartProcess(o);
+  ASSERT_TRUE(child.ok());
+  ProcessOptions run;
+  run.stdin_data = "x\n";
+  run.timeout_ms = 300;
+  run.stdout_limit = 100;
+  int64_t t0 = MonotonicMs();
+  auto r = SuperviseProcess(std::move(child).value(), run);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->signal, SIGKILL);
+  EXPECT_EQ(r->stdout_data.size(), 100u);
+  EXPECT_TRUE(r->stdout_truncated);
+  EXPECT_LT(MonotonicMs() - t0, 3000);
+}
+
+TEST(StartedProcessTest, DestroyingAnUnsupervisedChildKillsItsGroup) {
+  auto dir = TempDir::Create("assay_proc_");
+  ASSERT_TRUE(dir.ok());
+  auto o = Sh("sleep 100 & echo $! > grandchild; read never");
+  o.cwd = dir->path();
+  o.stdin_pipe = true;
+  auto child = StartProcess(o);
+  ASSERT_TRUE(child.ok());
+  const int pid = (*child)->pid();
+  const auto file = dir->path() / "grandchild";
+  auto text = ReadFile(file);
+  for (int i = 0; i < 200 && (!text.ok() || text->find('\n') == std::string::npos); ++i) {
+    usleep(10'000);
+    text = ReadFile(file);
+  }
+  ASSERT_TRUE(text.ok());
+  const int grandchild = std::stoi(*text);
+  EXPECT_TRUE(PidAlive(grandchild));
+  child->reset();
+  EXPECT_FALSE(PidAlive(pid));
+  for (int i = 0; i < 200 && PidAlive(grandchild); ++i) usleep(10'000);
+  EXPECT_FALSE(PidAlive(grandchild));
+}
+
+TEST(StartedProcessTest, ExitedSeesAChildThatDiedWhileWaiting) {
+  auto o = Sh("echo bye >&2; exit 5");
+  o.stdin_pipe = true;
+  auto child = StartProcess(o);
+  ASSERT_TRUE(child.ok());
+  for (int i = 0; i < 200 && !(*child)->Exited(); ++i) usleep(10'000);
+  EXPECT_TRUE((*child)->Exited());
+  ProcessOptions run;
+  run.stdin_data = "job\n";  // written into a closed pipe: EPIPE, never SIGPIPE
+  auto r = SuperviseProcess(std::move(child).value(), run);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 5);
+  EXPECT_EQ(r->stderr_data, "bye\n");
+}
+
+TEST(StartedProcessTest, StdinDataNeedsAStdinPipe) {
+  auto child = StartProcess(Sh("exit 0"));
+  ASSERT_TRUE(child.ok());
+  ProcessOptions run;
+  run.stdin_data = "job\n";
+  auto r = SuperviseProcess(std::move(child).value(), run);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().error_class(), ErrorClass::kInfraError);
 }
 
 TEST(SubprocessTest, CoreDumpsAreDisabled) {
