@@ -10,10 +10,12 @@
 // the state is never destroyed (CUPTI's thread may still deliver buffers
 // while static destructors run at exit).
 //
-// A second exported symbol, `extern "C" void AssayCuptiMark(const char*)`,
-// lets the process mark phases on the clock of the activity records (a
-// Python harness calls it through ctypes.CDLL($CUDA_INJECTION64_PATH): dlopen
-// of the same file returns the copy the driver already loaded).
+// Two more exported symbols serve the process itself (a Python harness calls
+// them through ctypes.CDLL($CUDA_INJECTION64_PATH): dlopen of the same file
+// returns the copy the driver already loaded): `extern "C" void
+// AssayCuptiMark(const char*)` marks phases on the clock of the activity
+// records, `extern "C" void AssayCuptiFlush(void)` writes the file now, as at
+// exit, for a process that then leaves with _exit() (no at-exit handlers).
 //
 // Environment:
 //   ASSAY_CUPTI_OUT          the JSON file to write; unset -> do nothing
@@ -338,4 +340,11 @@ extern "C" __attribute__((visibility("default"))) void AssayCuptiMark(const char
   uint64_t ts = 0;
   if (s->api.timestamp == nullptr || s->api.timestamp(&ts) != CUPTI_SUCCESS) ts = 0;
   s->log.AddMark(label, ts);  // ts 0: counted as dropped
+}
+
+// Writes the final file now, as the at-exit handler would (docs/cupti.md,
+// "Leaving early"); later writes, the at-exit one included, change nothing.
+// A no-op when profiling is not running or in a fork()ed child.
+extern "C" __attribute__((visibility("default"))) void AssayCuptiFlush(void) {
+  assay::cupti::FlushAndWrite(true);  // noexcept
 }

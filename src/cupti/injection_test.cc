@@ -203,6 +203,20 @@ TEST_F(InjectionTest, SurvivesContextDestructionBeforeExit) {
   EXPECT_EQ((*report)["kernels_complete"], true);
 }
 
+// A process that leaves with _exit() after AssayCuptiFlush() (the Python
+// harness does, to skip the interpreter's teardown) still leaves the final,
+// complete file: every launch, "complete": true.
+TEST_F(InjectionTest, FlushBeforeUnderscoreExitWritesTheFinalFile) {
+  RequireGpu();
+  if (HasFatalFailure() || IsSkipped()) return;
+  ProcessResult traced = Run(probe_, {"flush_exit"}, true);
+  ASSERT_EQ(traced.exit_code, 0) << traced.stderr_data;
+  auto report = KernelReportFromFile(out_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ((*report)["kernel_count"], 9);
+  EXPECT_EQ((*report)["kernels_complete"], true);
+}
+
 // A libcupti that cannot be loaded costs the timing, never the program.
 TEST_F(InjectionTest, MissingCuptiWritesAnErrorAndTheProgramStillRuns) {
   RequireGpu();
@@ -261,8 +275,9 @@ TEST_F(InjectionTest, ProgramWithoutCudaIsUnaffected) {
   EXPECT_EQ(*report, EmptyKernelReport());
 }
 
-// No GPU needed: a process that loads the library itself and marks without
-// ever initialising CUDA is unaffected, and no file appears (nothing started).
+// No GPU needed: a process that loads the library itself, marks and flushes
+// without ever initialising CUDA is unaffected, and no file appears (nothing
+// started).
 TEST_F(InjectionTest, MarkWithoutCudaIsHarmless) {
   ProcessResult traced = Run(no_cuda_, {"mark"}, true);
   ASSERT_EQ(traced.exit_code, 0) << traced.stdout_data << traced.stderr_data;
@@ -320,9 +335,9 @@ TEST_F(InjectionTest, MarksCutAPhaseOutOfTheRecord) {
   EXPECT_EQ((*report)["kernel_count"], 15);
 }
 
-// No GPU needed: the library exports the driver's entry point, the mark
-// function, and nothing that could clash with the host's C++ runtime.
-TEST_F(InjectionTest, LibraryExportsOnlyItsTwoEntryPoints) {
+// No GPU needed: the library exports the driver's entry point, the mark and
+// flush functions, and nothing that could clash with the host's C++ runtime.
+TEST_F(InjectionTest, LibraryExportsOnlyItsThreeEntryPoints) {
   ProcessOptions p;
   p.argv = {"nm", "-D", "--defined-only", lib_.string()};
   auto r = RunProcess(p);
@@ -336,7 +351,7 @@ TEST_F(InjectionTest, LibraryExportsOnlyItsTwoEntryPoints) {
     pos = nl + 1;
     if (auto sp = line.rfind(' '); sp != std::string::npos) symbols.push_back(line.substr(sp + 1));
   }
-  EXPECT_EQ(symbols, (std::vector<std::string>{"AssayCuptiMark", "InitializeInjection"})) << r->stdout_data;
+  EXPECT_EQ(symbols, (std::vector<std::string>{"AssayCuptiFlush", "AssayCuptiMark", "InitializeInjection"})) << r->stdout_data;
 }
 
 }  // namespace

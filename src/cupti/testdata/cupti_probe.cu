@@ -3,10 +3,13 @@
 // stream, and one spin_1ms that busy-waits 1 ms on %globaltimer. Its stdout is
 // deterministic so the test can check that the injection changes nothing.
 // `cupti_probe reset` also calls cudaDeviceReset() before exiting.
+// `cupti_probe flush_exit` calls AssayCuptiFlush() (dlopen'ed as the Python
+// harness does) and leaves with _exit(0): no at-exit handler runs.
 // `cupti_probe marks` runs a different sequence instead (RunMarks below): it
 // loads $CUDA_INJECTION64_PATH with dlopen, as the Python harness does with
 // ctypes, and calls AssayCuptiMark around a phase of known kernels.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -170,5 +173,12 @@ int main(int argc, char** argv) {
   CHECK(cudaFree(di));
   CHECK(cudaFree(dspin));
   if (argc > 1 && std::strcmp(argv[1], "reset") == 0) CHECK(cudaDeviceReset());
+  if (argc > 1 && std::strcmp(argv[1], "flush_exit") == 0) {
+    const char* lib = std::getenv("CUDA_INJECTION64_PATH");
+    void* h = lib && *lib ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (auto flush = h ? reinterpret_cast<void (*)()>(dlsym(h, "AssayCuptiFlush")) : nullptr) flush();
+    std::fflush(stdout);
+    _exit(0);
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 // A program that never touches CUDA: with CUDA_INJECTION64_PATH set it must
 // run exactly as without it, and no kernel timing file may appear.
 // `assay_cupti_no_cuda_probe mark` also loads $CUDA_INJECTION64_PATH itself
-// and calls AssayCuptiMark, which must be harmless before (and without) CUDA.
+// and calls AssayCuptiMark and AssayCuptiFlush, which must be harmless before
+// (and without) CUDA.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -22,6 +23,12 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < 3; ++i) mark("before cuda");
     mark(nullptr);
+    auto flush = reinterpret_cast<void (*)()>(dlsym(h, "AssayCuptiFlush"));
+    if (flush == nullptr) {
+      std::printf("no AssayCuptiFlush\n");
+      return 3;
+    }
+    flush();
     std::printf("marked\n");
   }
   return 0;
