@@ -3,6 +3,7 @@
 
     python3 -I -B assay_harness.py run     --request DIR/request.json --result DIR/result.json
     python3 -I -B assay_harness.py prepare --request DIR/request.json --result DIR/result.json
+    python3 -I -B assay_harness.py standby      (then one line on stdin: {"mode","request","result"})
     python3 -I -B assay_harness.py --probe
 
 The contract with the C++ worker (request.json, result.json, exit code) is docs/python-kinds.md.
@@ -10,7 +11,9 @@ The harness loads the user's code, makes inputs, runs candidate and reference, c
 It reports what it saw; the worker decides the job's final state.
 
 One process runs one job: nothing a user module patches survives into the next job, so modules
-are never unloaded. Everything the checks and the clocks rely on (torch functions, tensor methods,
+are never unloaded. `standby` only moves the start earlier: the worker starts the next job's
+process while the current job runs; it imports torch (and with ASSAY_HARNESS_WARM=cuda creates its
+CUDA context), then waits for its one job. Everything the checks and the clocks rely on (torch functions, tensor methods,
 CUDA events, synchronize, perf_counter_ns) is captured into harness-private references before any
 user code is imported.
 
@@ -20,12 +23,14 @@ Works with torch 1.13 (Debian, CPU) and torch 2.x (CUDA).
 
 import builtins
 import ctypes
+import hashlib
 import importlib.util
 import inspect
 import json
 import math
 import os
 import platform
+import select
 import struct
 import sys
 import time
@@ -33,6 +38,8 @@ import traceback
 
 # --- captured before anything else runs ----------------------------------------------------------
 _perf_ns = time.perf_counter_ns
+_START_NS = _perf_ns()
+_os_exit = os._exit
 _open = builtins.open
 _replace = os.replace
 _json_dumps = json.dumps
@@ -52,6 +59,9 @@ BLOCKING_TIMEOUT_NS = 1_000_000_000
 QUEUE_ENTRIES = 600            # launch-queue entries one batch may use (the queue holds ~1024)
 BATCH_HOST_MS = 200.0          # host time one batch may take to enqueue (well under the timeout)
 KERNELBENCH_SEED = 42
+STANDBY_IDLE_S = 600.0         # a standby harness with no job after this long exits (ASSAY_HARNESS_IDLE_S)
+JOB_LINE_LIMIT = 64 * 1024     # bytes of the standby's job line
+EXTENSION_RECORD = "assay_extensions.json"   # in the extension cache: load_inline digest -> built module
 # KernelBench's get_tolerance_for_precision (atol = rtol) by the reference output's dtype; other
 # float dtypes take the fp32 figure.
 KERNELBENCH_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "bf16": 1e-2, "f64": 1e-4}
@@ -393,6 +403,8 @@ class K:
 
 
 def capture_torch():
+    if K.torch is not None:  # a standby harness captured before its job arrived
+        return K.torch
     import torch
     K.torch = torch
     K.Tensor = torch.Tensor
@@ -1254,6 +1266,129 @@ def import_user_module(name, path, who):
         return_detail = _tail(_traceback_text(e))
         raise Failure(COMPILE_ERROR, prefix + _one_line(text), return_detail, compiled=(who != "candidate"),
                       exception=type(e).__name__)
+
+
+# --- load_inline through the prepare step's cache --------------------------------------------------
+
+class ExtensionCache:
+    """Routes torch.utils.cpp_extension.load_inline through the extension cache (docs/python-kinds.md,
+    "Extension builds").
+
+    prepare: builds as torch does, into TORCH_EXTENSIONS_DIR (the cache), and records each build in
+        <cache>/assay_extensions.json: digest of load_inline's arguments -> module name and file.
+    run: a call whose digest is recorded loads that module file directly: no lock file, no ninja, no
+        write to the cache, so the cache can stay read-only for the job. Anything else (not recorded,
+        a build_directory of its own, a non-module build) goes to torch unchanged and builds into
+        TORCH_EXTENSIONS_DIR, which the worker points at the job's own directory, with a warning.
+    Every call is listed in result["extensions"].
+    """
+
+    IGNORED = ("verbose", "keep_intermediates", "build_directory")
+
+    def __init__(self, mode, cache_dir, result):
+        self.mode = mode
+        self.cache_dir = os.path.realpath(cache_dir) if cache_dir else ""
+        self.result = result
+        self.calls = result.setdefault("extensions", [])
+
+    def install(self):
+        try:
+            import torch.utils.cpp_extension as cpp
+        except Exception as e:  # noqa: BLE001 - without it user code cannot call load_inline either
+            self.result["warnings"].append("torch.utils.cpp_extension does not import (%s): load_inline is "
+                                           "not cached" % _one_line(_exception_text(e), 300))
+            return
+        original = cpp.load_inline
+        try:
+            sig = inspect.signature(original)
+        except (TypeError, ValueError):
+            return
+        cache = self
+
+        def load_inline(*args, **kwargs):
+            return cache.load(original, sig, args, kwargs)
+
+        load_inline.__doc__ = original.__doc__
+        load_inline.__wrapped__ = original
+        cpp.load_inline = load_inline
+
+    @staticmethod
+    def digest(arguments):
+        key = {k: v for k, v in arguments.items() if k not in ExtensionCache.IGNORED}
+        text = _json_dumps(_jsonable(key), sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def load(self, original, sig, args, kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)  # torch says what is wrong with the call
+        bound.apply_defaults()
+        a = bound.arguments
+        name = str(a.get("name"))
+        cacheable = (self.cache_dir and not a.get("build_directory") and a.get("is_python_module", True) is True
+                     and not a.get("is_standalone", False))
+        digest = self.digest(a) if cacheable else None
+        if digest and self.mode == "run":
+            mod = self._from_cache(digest, name)
+            if mod is not None:
+                return mod
+        t0 = _perf_ns()
+        mod = original(*args, **kwargs)
+        ms = round((_perf_ns() - t0) / 1e6, 1)
+        self.calls.append({"name": name, "source": "built", "ms": ms})
+        if self.mode == "prepare" and digest:
+            self._record(digest, mod)
+        elif self.mode == "run":
+            why = ("its arguments are not among the prepare step's builds (they differ between runs, or the "
+                   "module needs a GPU at import)" if cacheable else
+                   "it has its own build_directory or is not a Python module")
+            self.result["warnings"].append(
+                "load_inline(%r) was built during the run, on the GPU worker, in %.1f s: %s" % (name, ms / 1000, why))
+        return mod
+
+    def _records(self):
+        try:
+            with _open(os.path.join(self.cache_dir, EXTENSION_RECORD), "r", encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        ext = doc.get("extensions") if isinstance(doc, dict) else None
+        return ext if isinstance(ext, dict) else {}
+
+    def _record(self, digest, mod):
+        path = getattr(mod, "__file__", None)
+        modname = getattr(mod, "__name__", None)
+        if not isinstance(path, str) or not isinstance(modname, str):
+            return
+        path = os.path.realpath(path)
+        if not path.startswith(self.cache_dir + os.sep):
+            return
+        records = self._records()
+        records[digest] = {"module": modname, "file": os.path.relpath(path, self.cache_dir)}
+        try:
+            write_json_atomic(os.path.join(self.cache_dir, EXTENSION_RECORD), {"v": 1, "extensions": records})
+        except OSError as e:
+            self.result["warnings"].append("cannot record the build of %s: %s" % (modname, e))
+
+    def _from_cache(self, digest, name):
+        rec = self._records().get(digest)
+        if not isinstance(rec, dict) or not isinstance(rec.get("module"), str) or not isinstance(rec.get("file"), str):
+            return None
+        path = os.path.realpath(os.path.join(self.cache_dir, rec["file"]))
+        if not path.startswith(self.cache_dir + os.sep) or not os.path.isfile(path):
+            return None
+        t0 = _perf_ns()
+        try:
+            spec = importlib.util.spec_from_file_location(rec["module"], path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except Exception as e:  # noqa: BLE001 - a stale or broken file: build it as torch would
+            self.result["warnings"].append("the cached build of load_inline(%r) does not load (%s); building it"
+                                           % (name, _one_line(_exception_text(e), 300)))
+            return None
+        self.calls.append({"name": name, "source": "cache", "ms": round((_perf_ns() - t0) / 1e6, 1)})
+        return mod
 
 
 def _bind_check(fn, args, what):
@@ -2336,6 +2471,7 @@ def _built_extensions(root):
 
 def _usage():
     sys.stderr.write("usage: assay_harness.py run|prepare --request REQUEST.json --result RESULT.json\n"
+                     "       assay_harness.py standby   (then {\"mode\",\"request\",\"result\"} on stdin)\n"
                      "       assay_harness.py --probe\n")
     return 2
 
@@ -2371,6 +2507,8 @@ def run_job(mode, request_path, result):
         result["versions"]["numpy"] = numpy.__version__
     except ImportError:
         pass
+    cache = req.get("extension_cache")
+    ExtensionCache(mode, cache if isinstance(cache, str) else "", result).install()
     if mode == "prepare":
         run_prepare(req, result)
         return
@@ -2384,15 +2522,11 @@ def run_job(mode, request_path, result):
     job.run()
 
 
-def main(argv):
-    if argv == ["--probe"]:
-        return probe()
-    parsed = parse_argv(argv)
-    if parsed is None:
-        return _usage()
-    mode, request_path, result_path = parsed
+def execute(mode, request_path, result_path, process):
+    """Runs one job and writes its result.json. Returns the exit code (docs/python-kinds.md)."""
     result = {"v": RESULT_VERSION, "status": {"class": OK, "message": "", "phase": "load"},
-              "versions": {"python": platform.python_version()}, "compiled": False, "warnings": []}
+              "versions": {"python": platform.python_version()}, "compiled": False, "warnings": [],
+              "process": process}
     t0 = _perf_ns()
     try:
         run_job(mode, request_path, result)
@@ -2421,6 +2555,102 @@ def main(argv):
         sys.stderr.write("assay_harness: cannot write %s: %s\n" % (result_path, _exception_text(e)))
         return 3
     return 0
+
+
+def leave(code):
+    """Ends the process without the interpreter's teardown, which takes about 0.4 s once torch is loaded
+    and the worker would wait for it. The CUPTI record, otherwise written at exit, is written first
+    (AssayCuptiFlush); with an older injection library that lacks it, the normal exit writes it."""
+    for f in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            f.flush()
+        except Exception:  # noqa: BLE001 - a user's replacement stream; nothing to save
+            pass
+    path = os.environ.get("CUDA_INJECTION64_PATH", "")
+    if path and os.environ.get("ASSAY_CUPTI_OUT"):
+        try:
+            flush = _CDLL(path).AssayCuptiFlush
+        except (OSError, AttributeError):
+            return code
+        flush.argtypes = []
+        flush.restype = None
+        flush()
+    _os_exit(code)
+
+
+def _read_job_line(timeout_s):
+    """The standby's job: one line on stdin. None at EOF, after timeout_s, or past JOB_LINE_LIMIT."""
+    buf = b""
+    deadline = time.monotonic() + timeout_s
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        try:
+            ready, _, _ = select.select([0], [], [], left)
+        except InterruptedError:
+            continue
+        if not ready:
+            return None
+        chunk = os.read(0, 4096)
+        if not chunk or len(buf) + len(chunk) > JOB_LINE_LIMIT:
+            return None
+        buf += chunk
+    return buf.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def standby():
+    """Prepares for a job that does not exist yet, then runs it (docs/python-kinds.md, "Standby").
+
+    Imports torch and numpy and captures torch's functions (as run does first); with
+    ASSAY_HARNESS_WARM=cuda also creates the CUDA context. Then waits for one line on stdin,
+    {"mode": "run", "request": PATH, "result": PATH}, and runs that job exactly as `run` would. A
+    failure while warming is not reported here: the job meets it again and reports it. With no job
+    after ASSAY_HARNESS_IDLE_S seconds (default 600), or at EOF, it exits 0 having run nothing."""
+    process = {"standby": True}
+    try:
+        torch = capture_torch()
+        try:
+            import numpy  # noqa: F401 - imported ahead of the job, as run_job will
+        except ImportError:
+            pass
+        if os.environ.get("ASSAY_HARNESS_WARM") == "cuda":
+            torch.cuda.init()
+            K.empty((1,), device="cuda")  # the primary context and torch's allocator
+            K.cuda_sync()
+    except _BaseException as e:
+        process["warm_error"] = _one_line(_exception_text(e), 300)
+    ready = _perf_ns()
+    process["ready_ms"] = round((ready - _START_NS) / 1e6, 1)
+    try:
+        idle_s = float(os.environ.get("ASSAY_HARNESS_IDLE_S", STANDBY_IDLE_S))
+    except ValueError:
+        idle_s = STANDBY_IDLE_S
+    line = _read_job_line(idle_s)
+    if line is None:
+        _os_exit(0)
+    process["waited_ms"] = round((_perf_ns() - ready) / 1e6, 1)
+    try:
+        job = json.loads(line)
+    except ValueError:
+        job = None
+    if (not isinstance(job, dict) or job.get("mode") != "run" or not isinstance(job.get("request"), str)
+            or not isinstance(job.get("result"), str)):
+        sys.stderr.write("assay_harness: bad job line for standby: %r\n" % line[:300])
+        return 2
+    return leave(execute("run", job["request"], job["result"], process))
+
+
+def main(argv):
+    if argv == ["--probe"]:
+        return probe()
+    if argv == ["standby"]:
+        return standby()
+    parsed = parse_argv(argv)
+    if parsed is None:
+        return _usage()
+    mode, request_path, result_path = parsed
+    return leave(execute(mode, request_path, result_path, {"standby": False}))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 import numpy as np
@@ -631,6 +632,8 @@ class HarnessTest(unittest.TestCase):
         self.assertIn("re-checked after timing on new inputs", c["guards"])
         self.assertEqual(r["versions"]["python"].count("."), 2)
         self.assertIn("torch", r["versions"])
+        self.assertEqual(r["process"], {"standby": False})
+        self.assertEqual(r["extensions"], [])
 
     def test_timing_statistics_on_cpu(self):
         r = self.outcome("ok_torch", "ok").result
@@ -921,6 +924,207 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(p["cuda"], torch.cuda.is_available())
         self.assertIn("triton", p)
         self.assertEqual(p["python"], "%d.%d.%d" % sys.version_info[:3])
+
+
+def harness_env(d, **extra):
+    env = dict(os.environ, HOME=d, TMPDIR=d, TORCH_EXTENSIONS_DIR=os.path.join(d, "torch_ext"))
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(extra)
+    return env
+
+
+def write_case(d, files, req):
+    os.makedirs(d, exist_ok=True)
+    for fname, text in files.items():
+        with open(os.path.join(d, fname), "w") as f:
+            f.write(text)
+    with open(os.path.join(d, "request.json"), "w") as f:
+        json.dump(req, f)
+
+
+def read_result(d):
+    try:
+        with open(os.path.join(d, "result.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+class StandbyTest(unittest.TestCase):
+    """`standby`: the process starts before its job, then takes exactly one job on stdin."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="assay-standby-test-")
+
+    def tearDown(self):
+        if not os.environ.get("ASSAY_TEST_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self, **env):
+        return subprocess.Popen([PY, "-I", "-B", HARNESS, "standby"], cwd=self.dir, env=harness_env(self.dir, **env),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def test_runs_its_one_job_like_run(self):
+        files, req = torch_request(self.dir, src("""
+            import torch
+            class Model(torch.nn.Module):
+                def forward(self, x):
+                    return x + x
+            """), ref=DOUBLE_REF, args=simple_args(), timing=FAST_TIMING)
+        p = self.start()
+        time.sleep(1.0)  # the job arrives while (or after) it imports torch
+        write_case(self.dir, files, req)
+        job = {"mode": "run", "request": os.path.join(self.dir, "request.json"),
+               "result": os.path.join(self.dir, "result.json")}
+        out, err = p.communicate((json.dumps(job) + "\n").encode(), timeout=300)
+        self.assertEqual(p.returncode, 0, err.decode()[-3000:])
+        r = read_result(self.dir)
+        self.assertIsNotNone(r, err.decode()[-3000:])
+        self.assertEqual(r["status"]["class"], "ok", json.dumps(r["status"])[:2000])
+        self.assertTrue(r["correctness"]["passed"])
+        self.assertGreaterEqual(r["timing"]["candidate"]["samples"], FAST_TIMING["min_samples"])
+        proc = r["process"]
+        self.assertTrue(proc["standby"])
+        self.assertGreater(proc["ready_ms"], 0)
+        self.assertGreaterEqual(proc["waited_ms"], 0)
+        self.assertNotIn("warm_error", proc)
+
+    def test_without_a_job_it_exits_after_its_idle_time(self):
+        p = self.start(ASSAY_HARNESS_IDLE_S="1")
+        out, err = p.communicate(timeout=120)  # stdin stays open: only the idle timer ends it
+        self.assertEqual(p.returncode, 0, err.decode()[-2000:])
+        self.assertIsNone(read_result(self.dir))
+
+    def test_eof_before_a_job_exits_quietly(self):
+        p = self.start()
+        out, err = p.communicate(b"", timeout=120)
+        self.assertEqual(p.returncode, 0, err.decode()[-2000:])
+        self.assertIsNone(read_result(self.dir))
+
+    def test_a_bad_job_line_is_refused(self):
+        p = self.start()
+        out, err = p.communicate(b'{"mode": "prepare", "request": "x", "result": "y"}\n', timeout=120)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad job line", err.decode())
+        self.assertIsNone(read_result(self.dir))
+
+    def test_warm_cuda_failure_is_left_to_the_job(self):
+        # No GPU visible: warming CUDA fails quietly; a job on the CPU still runs.
+        files, req = torch_request(self.dir, DOUBLE_REF, ref=DOUBLE_REF, args=simple_args())
+        write_case(self.dir, files, req)
+        p = self.start(ASSAY_HARNESS_WARM="cuda", CUDA_VISIBLE_DEVICES="")
+        job = {"mode": "run", "request": os.path.join(self.dir, "request.json"),
+               "result": os.path.join(self.dir, "result.json")}
+        out, err = p.communicate((json.dumps(job) + "\n").encode(), timeout=300)
+        self.assertEqual(p.returncode, 0, err.decode()[-3000:])
+        r = read_result(self.dir)
+        self.assertEqual(r["status"]["class"], "ok", json.dumps(r["status"])[:2000])
+        self.assertIn("warm_error", r["process"])
+
+
+EXT_CAND = src("""
+    import torch
+    from torch.utils.cpp_extension import load_inline
+    ext = load_inline("assay_twice", cpp_sources="torch::Tensor twice(torch::Tensor x) { return x * 2; }",
+                      functions=["twice"])
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return ext.twice(x)
+    """)
+
+
+def extension_headers_missing():
+    """Why load_inline cannot build here, or None (CI installs libtorch-dev and pybind11-dev)."""
+    try:
+        from torch.utils.cpp_extension import include_paths
+    except ImportError as e:
+        return str(e)
+    roots = include_paths() + ["/usr/include", "/usr/local/include"]
+    if not any(os.path.isfile(os.path.join(r, "torch", "extension.h")) for r in roots):
+        return "torch/extension.h not found (Debian: libtorch-dev)"
+    try:
+        import pybind11  # noqa: F401
+        return None
+    except ImportError:
+        pass
+    if not any(os.path.isfile(os.path.join(r, "pybind11", "pybind11.h")) for r in roots):
+        return "pybind11/pybind11.h not found (Debian: pybind11-dev)"
+    return None
+
+
+def tree_state(root):
+    state = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            st = os.stat(p)
+            state[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns)
+    return state
+
+
+class ExtensionCacheTest(unittest.TestCase):
+    """load_inline through the prepare step's cache, with a real build (one C++ extension, CPU)."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = extension_headers_missing()
+        if why:
+            raise unittest.SkipTest("cannot build a torch extension here: " + why)
+        cls.root = tempfile.mkdtemp(prefix="assay-ext-test-")
+        cls.cache = os.path.join(cls.root, "cache")
+        os.makedirs(cls.cache)
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("ASSAY_TEST_KEEP"):
+            shutil.rmtree(cls.root, ignore_errors=True)
+
+    def harness(self, name, mode, cache, private):
+        d = os.path.join(self.root, name)
+        files, req = torch_request(d, EXT_CAND, ref=DOUBLE_REF, args=simple_args(), extension_cache=cache)
+        req["kind"] = req["candidate"]["kind"] = "torch_cuda"
+        req["mode"] = mode
+        write_case(d, files, req)
+        env = harness_env(d, TORCH_EXTENSIONS_DIR=private)
+        os.makedirs(private, exist_ok=True)
+        proc = subprocess.run([PY, "-I", "-B", HARNESS, mode, "--request", os.path.join(d, "request.json"),
+                               "--result", os.path.join(d, "result.json")], cwd=d, env=env, capture_output=True,
+                              text=True, timeout=600)
+        r = read_result(d)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        self.assertIsNotNone(r, proc.stderr[-3000:])
+        return r
+
+    def test_prepare_builds_and_run_loads_without_building(self):
+        r = self.harness("prepare", "prepare", self.cache, self.cache)
+        self.assertEqual(r["status"]["class"], "ok", json.dumps(r["status"])[:3000])
+        self.assertEqual([(e["name"], e["source"]) for e in r["extensions"]], [("assay_twice", "built")])
+        with open(os.path.join(self.cache, "assay_extensions.json")) as f:
+            record = json.load(f)
+        (entry,) = record["extensions"].values()
+        self.assertEqual(entry["module"], "assay_twice")
+        self.assertTrue(os.path.isfile(os.path.join(self.cache, entry["file"])))
+
+        before = tree_state(self.cache)
+        private = os.path.join(self.root, "run_private")
+        r = self.harness("run", "run", self.cache, private)
+        self.assertEqual(r["status"]["class"], "ok", json.dumps(r["status"])[:3000])
+        self.assertTrue(r["correctness"]["passed"])
+        self.assertEqual([(e["name"], e["source"]) for e in r["extensions"]], [("assay_twice", "cache")])
+        self.assertFalse([w for w in r["warnings"] if "built during the run" in w], r["warnings"])
+        self.assertEqual(tree_state(self.cache), before, "the run wrote into the cache")
+        self.assertEqual(os.listdir(private), [], "the run built the extension again")
+
+        # Not in the cache it was given: built in the job's own directory, with a warning.
+        empty = os.path.join(self.root, "empty_cache")
+        os.makedirs(empty)
+        private = os.path.join(self.root, "run_uncached_private")
+        r = self.harness("run_uncached", "run", empty, private)
+        self.assertEqual(r["status"]["class"], "ok", json.dumps(r["status"])[:3000])
+        self.assertEqual([(e["name"], e["source"]) for e in r["extensions"]], [("assay_twice", "built")])
+        self.assertTrue([w for w in r["warnings"] if "built during the run" in w], r["warnings"])
+        self.assertTrue(os.path.isdir(os.path.join(private, "assay_twice")))
+        self.assertEqual(os.listdir(empty), [])
 
 
 def load_harness_module():
