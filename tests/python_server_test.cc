@@ -90,6 +90,26 @@ class ModelNew(nn.Module):
         return torch.clamp(torch.matmul(a, b), min=0) * self.scale
 )";
 
+// Standby harness processes (`assay_harness.py standby`) started under `data_dir`.
+std::vector<pid_t> StandbysOf(const std::string& data_dir) {
+  std::vector<pid_t> out;
+  for (pid_t pid : ProcessesMentioning(data_dir)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    if (cmd.find(std::string("assay_harness.py") + '\0' + "standby") != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+// The standbys under `data_dir`, waiting up to 5 s for one to appear.
+std::vector<pid_t> WaitForStandby(const std::string& data_dir) {
+  for (int i = 0; i < 100; ++i) {
+    if (auto pids = StandbysOf(data_dir); !pids.empty()) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {};
+}
+
 class PythonServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -235,6 +255,42 @@ TEST_F(PythonServerTest, CancelWhileRunning) {
   EXPECT_EQ(Run(TorchSpec(Candidate("        return x + y\n")))["state"], "done");
 }
 
+// The harness process of the next job starts while a job runs (docs/python-kinds.md,
+// "Standby"): the first job on a fresh server waits for its own, the second
+// takes the one started during the first, and each process runs one job.
+TEST_F(PythonServerTest, SecondJobTakesTheProcessStartedDuringTheFirst) {
+  json first = Run(TorchSpec(Candidate("        print('first', flush=True)\n        return x + y\n")));
+  ASSERT_EQ(first["state"], "done") << first.dump(2);
+  json second = Run(TorchSpec(Candidate("        print('second', flush=True)\n        return x + y\n")));
+  ASSERT_EQ(second["state"], "done") << second.dump(2);
+  const json& p1 = first["result"]["python"];
+  const json& p2 = second["result"]["python"];
+  EXPECT_EQ(p1["prestarted"], false) << p1.dump(2);
+  EXPECT_EQ(p2["prestarted"], true) << p2.dump(2);
+  EXPECT_EQ(p2["process"]["standby"], true) << p2.dump(2);
+  EXPECT_GT(p2["process"]["ready_ms"].get<double>(), 0) << p2.dump(2);
+  // Each process printed only its own job's output.
+  EXPECT_NE(p2["stdout"].get<std::string>().find("second"), std::string::npos) << p2.dump(2);
+  EXPECT_EQ(p2["stdout"].get<std::string>().find("first"), std::string::npos) << p2.dump(2);
+  // A third standby waits now, started in the server's data dir.
+  const std::string data = (dir_->path() / "data").string();
+  EXPECT_FALSE(WaitForStandby(data).empty());
+}
+
+// A standby that died while it waited is never handed a job: the job starts
+// a process of its own and passes.
+TEST_F(PythonServerTest, StandbyKilledWhileWaitingIsReplaced) {
+  ASSERT_EQ(Run(TorchSpec(Candidate("        return x + y\n")))["state"], "done");
+  const std::string data = (dir_->path() / "data").string();
+  std::vector<pid_t> standbys = WaitForStandby(data);
+  ASSERT_FALSE(standbys.empty());
+  for (pid_t pid : standbys) ::kill(pid, SIGKILL);
+  json job = Run(TorchSpec(Candidate("        return x + y\n")));
+  ASSERT_EQ(job["state"], "done") << job.dump(2);
+  EXPECT_EQ(job["result"]["python"]["prestarted"], false) << job["result"]["python"].dump(2);
+  EXPECT_TRUE(job["result"]["correctness"]["passed"].get<bool>());
+}
+
 TEST_F(PythonServerTest, KernelbenchJobReportsKernelbenchFields) {
   json spec = {{"kind", "kernelbench"},
                {"problem", {{"text", kKbProblem}}},
@@ -298,6 +354,25 @@ TEST_F(PythonServerTest, TritonIsRejectedWhenTritonDoesNotImport) {
 }
 
 // A server whose interpreter does not exist offers no Python kinds, and says why.
+// `--no-python-standby`: every job starts its own process when it starts, and
+// none waits in between.
+TEST(PythonServerNoStandbyTest, EveryJobStartsItsOwnProcess) {
+  if (!PythonHasTorch()) GTEST_SKIP() << TestPython() << " cannot import torch (set ASSAY_TEST_PYTHON)";
+  auto dir = TempDir::Create("assay-py-it-");
+  ASSERT_TRUE(dir.ok());
+  ServerProcess server(dir->path() / "data", {"--no-auth", "--python", TestPython(), "--python-device", "cpu",
+                                              "--no-python-standby"});
+  ASSERT_TRUE(server.Start());
+  for (int i = 0; i < 2; ++i) {
+    std::string id = server.Submit(TorchSpec(Candidate("        return x + y\n")));
+    ASSERT_FALSE(id.empty());
+    json job = server.WaitJob(id, 180);
+    ASSERT_EQ(job["state"], "done") << job.dump(2);
+    EXPECT_EQ(job["result"]["python"]["prestarted"], false) << job["result"]["python"].dump(2);
+  }
+  EXPECT_TRUE(StandbysOf((dir->path() / "data").string()).empty());
+}
+
 TEST(PythonServerNoInterpreterTest, PythonKindsAreRejectedPlainly) {
   auto d = TempDir::Create("assay-py-none-");
   ASSERT_TRUE(d.ok());

@@ -1,5 +1,6 @@
 #include "tests/server_fixture.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -169,6 +170,20 @@ std::pair<int, std::string> RunAssay(const std::vector<std::string>& args, const
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> pids;
+  DIR* d = opendir("/proc");
+  while (dirent* e = readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    if (cmd.find(needle) != std::string::npos) pids.push_back(pid);
+  }
+  closedir(d);
+  return pids;
 }
 
 }  // namespace assay::testing

@@ -51,6 +51,10 @@ class ServerProcess {
 };
 
 std::filesystem::path AssayBinary();
+
+// Processes whose command line mentions `needle` (workers and their
+// children), this test process excluded.
+std::vector<pid_t> ProcessesMentioning(const std::string& needle);
 // Runs `assay ARGS...` with env additions; returns {exit code, stdout+stderr}.
 std::pair<int, std::string> RunAssay(const std::vector<std::string>& args,
                                      const std::vector<std::string>& env = {});

@@ -1,6 +1,5 @@
 // End-to-end tests: a real `assay serve` on loopback, driven over HTTP and
 // through the CLI, with real nvcc/NVRTC compiles and real user programs.
-#include <dirent.h>
 #include <signal.h>
 
 #include <atomic>
@@ -291,21 +290,6 @@ TEST(ServerAuthTest, NoAuthOnlyOnLoopback) {
                                (dir->path() / "d").string()});
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("loopback"), std::string::npos) << out;
-}
-
-// Processes whose command line mentions `needle` (workers and their children).
-std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
-  std::vector<pid_t> pids;
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
-    if (pid <= 0 || pid == getpid()) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), {});
-    if (cmd.find(needle) != std::string::npos) pids.push_back(pid);
-  }
-  closedir(d);
-  return pids;
 }
 
 TEST(ServerRestartTest, Kill9MidJobLosesNothing) {

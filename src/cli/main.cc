@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   // Test-only: the Python kinds on the CPU (CI has no GPU). Not in --help.
   serve_cmd->add_option("--python-device", serve.python_device, "cuda, or cpu (tests only)")
       ->check(CLI::IsMember({"cuda", "cpu"}))->group("");
+  bool no_python_standby = false;
+  serve_cmd->add_flag("--no-python-standby", no_python_standby,
+                      "Start each Python job's interpreter when the job starts, not while the previous job runs");
 
   // worker / internal-compile (children of serve; hidden) ---------------------
   int worker_device = -1;
@@ -114,6 +117,8 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--python-device", worker_python.device, "cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   worker_cmd->add_option("--python-cache", worker_python.cache_dir, "torch_ext/ and triton/ caches");
+  bool worker_no_python_standby = false;
+  worker_cmd->add_flag("--no-python-standby", worker_no_python_standby, "No pre-started harness process");
 
 
   // compile --------------------------------------------------------------------
@@ -212,8 +217,10 @@ int main(int argc, char** argv) {
 
   if (*serve_cmd) {
     serve.sandbox = !no_sandbox;
+    serve.python_standby = !no_python_standby;
     return assay::ServeMain(serve);
   }
+  worker_python.standby = !worker_no_python_standby;
   if (*worker_cmd) return assay::WorkerMain(worker_device, worker_dir, !worker_no_sandbox, worker_python);
   if (*compile_cmd) {
     compile.json = common.json;

@@ -124,6 +124,7 @@ PythonPrepareOutput PythonPreparer::Prepare(const std::string& job_id, const Job
   PythonRequestOptions ro;
   ro.mode = "prepare";
   ro.device = options_.device;
+  ro.extension_cache = ext_dir;
   if (auto req = WritePythonJob(spec, dir->path(), blob_files, ro); !req.ok()) {
     out.status = req.status();
     return out;

@@ -97,6 +97,7 @@ int ServeMain(const ServeOptions& options) {
   PythonWorkerOptions python;
   python.interpreter = PythonInterpreter(options);
   python.device = options.python_device;
+  python.standby = options.python_standby;
   python.cache_dir = options.data_dir / "python-cache";
   if (!python.interpreter.empty()) {
     std::filesystem::create_directories(python.cache_dir, ec);

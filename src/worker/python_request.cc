@@ -200,6 +200,7 @@ Result<json> BuildPythonRequest(const JobSpec& spec, const std::filesystem::path
   req["output_dir"] = Path(dir / "out");
   req["l2_bytes"] = options.l2_bytes;
   req["cupti_marks"] = options.cupti_marks;
+  req["extension_cache"] = options.extension_cache.string();
   return req;
 }
 

@@ -42,6 +42,9 @@ struct PythonRequestOptions {
   std::string device = "cuda";    // "cuda" | "cpu"
   int64_t l2_bytes = 0;           // [bytes] the device's L2 (cold-mode flush size); 0 without a GPU
   bool cupti_marks = false;       // the CUPTI injection library is loaded: call AssayCuptiMark
+  // The candidate's load_inline cache (prepare builds and records into it, run
+  // loads from it without building); empty = none.
+  std::filesystem::path extension_cache;
 };
 
 // The bytes of a source object: its text / decoded base64, or the blob's file.

@@ -345,6 +345,8 @@ WorkOutcome MapHarnessRun(const HarnessRun& run) {
     if (auto ms = NumberMember(doc, "load_ms")) python["load_ms"] = *ms;
     if (const json* c = Member(doc, "compiled"); c && c->is_boolean()) python["compiled"] = *c;
     if (const json* st = ObjectMember(doc, "status")) python["phase"] = StringMember(*st, "phase");
+    if (const json* pr = ObjectMember(doc, "process")) python["process"] = *pr;
+    if (const json* e = Member(doc, "extensions"); e && e->is_array()) python["extensions"] = *e;
     if (const json* c = ObjectMember(doc, "correctness")) out.result["correctness"] = *c;
     json kernelbench = ObjectMember(doc, "kernelbench") ? doc["kernelbench"] : json(nullptr);
     if (const json* w = Member(doc, "warnings"); w && w->is_array())

@@ -80,7 +80,132 @@ std::optional<PhaseClock> ClockOf(const std::filesystem::path& cupti_file, const
   return PhaseClock{std::move(s).value(), SamplesOf(*section)};
 }
 
+// What the harness left in its job directory.
+HarnessOutput ReadHarnessOutput(const std::filesystem::path& dir, ProcessResult process) {
+  HarnessOutput out;
+  out.process = std::move(process);
+  // The job could have replaced result.json by a link to someone else's: no links.
+  auto text = ReadJobFile(dir, {"result.json"}, kMaxHarnessResultBytes);
+  if (!text.ok()) {
+    out.result_error = text.status().error_class() == ErrorClass::kNotFound
+                           ? "no result.json"
+                           : "result.json: " + text.status().message();
+  } else {
+    out.result = ParseHarnessResult(std::move(text).value(), &out.result_error);
+  }
+  return out;
+}
+
+// Everything a `run` harness process is started with except its job, which
+// arrives on stdin (docs/python-kinds.md, "Standby"). Two equal configs start
+// interchangeable processes, so a standby started after one job can take the next.
+struct StandbyConfig {
+  std::filesystem::path interpreter;  // absolute
+  std::filesystem::path harness;
+  std::filesystem::path cupti_lib;    // libassay_cupti.so to inject; empty = none
+  std::filesystem::path triton_dir;   // shared Triton cache (writable)
+  std::string visible_devices;        // CUDA_VISIBLE_DEVICES ("" = none)
+  std::string arch_list;              // TORCH_CUDA_ARCH_LIST; empty = unset
+  bool sandbox = true;
+  bool warm_cuda = false;             // create the CUDA context before the job arrives
+  bool operator==(const StandbyConfig&) const = default;
+};
+
+// A started harness and the job directory it was started in (its cwd, HOME,
+// TMPDIR, TORCH_EXTENSIONS_DIR parent, and its only writable place besides
+// the Triton cache). Members in this order so the process dies before its directory goes.
+struct Standby {
+  StandbyConfig config;
+  TempDir dir;
+  std::unique_ptr<StartedProcess> process;
+  int64_t started_ms = 0;
+};
+
+Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path& work_dir) {
+  auto dir = TempDir::Create("job_", work_dir);
+  if (!dir.ok()) return dir.status();
+  const auto& d = dir->path();
+  std::error_code ec;
+  // Copies inside the job directory: every sandbox mode lets the harness read them.
+  std::filesystem::copy_file(c.harness, d / kHarnessFileName, ec);
+  if (ec) return Status::Infra("cannot copy the harness " + c.harness.string() + ": " + ec.message());
+  std::filesystem::create_directories(d / "torch_ext", ec);
+  if (ec) return Status::Infra("cannot make " + (d / "torch_ext").string() + ": " + ec.message());
+  ProcessOptions p;
+  p.env = InheritedEnv();
+  auto& env = *p.env;
+  if (!c.cupti_lib.empty()) {
+    std::filesystem::copy_file(c.cupti_lib, d / "libassay_cupti.so", ec);
+    if (ec) return Status::Infra("cannot copy " + c.cupti_lib.string() + ": " + ec.message());
+    // The second clock: the injection library records every kernel and the harness's marks.
+    env["CUDA_INJECTION64_PATH"] = (d / "libassay_cupti.so").string();
+    env["ASSAY_CUPTI_OUT"] = (d / "cupti.json").string();
+  }
+  env["CUDA_VISIBLE_DEVICES"] = c.visible_devices;
+  // load_inline builds that the prepare step's cache lacks land in the job's own directory.
+  env["TORCH_EXTENSIONS_DIR"] = (d / "torch_ext").string();
+  env["TRITON_CACHE_DIR"] = c.triton_dir.string();
+  if (!c.arch_list.empty()) env["TORCH_CUDA_ARCH_LIST"] = c.arch_list;
+  if (c.warm_cuda) env["ASSAY_HARNESS_WARM"] = "cuda";
+  env["HOME"] = env["TMPDIR"] = d.string();
+  p.argv = {c.interpreter.string(), "-I", "-B", (d / kHarnessFileName).string(), "standby"};
+  p.cwd = d;
+  p.stdin_pipe = true;
+  p.sandbox.enabled = c.sandbox;
+  p.sandbox.writable_dir = d;
+  p.sandbox.extra_writable_dirs = {c.triton_dir};
+  auto process = StartProcess(p);
+  if (!process.ok()) return process.status();
+  return Standby{c, std::move(dir).value(), std::move(process).value(), MonotonicMs()};
+}
+
+// The worker's next harness: at most one, started after a Python job was
+// handed its process. The worker runs one job at a time; the mutex only
+// guards against tests that call the runner from several threads.
+std::mutex g_standby_mu;
+std::optional<Standby> g_standby;  // GUARDED_BY(g_standby_mu)
+
+// The standby if it fits `c` and still waits, else a process started now.
+Result<Standby> TakeStandby(const StandbyConfig& c, const std::filesystem::path& work_dir, bool* prestarted) {
+  std::optional<Standby> s;
+  {
+    std::lock_guard<std::mutex> lock(g_standby_mu);
+    s.swap(g_standby);
+  }
+  if (s && s->config == c && !s->process->Exited()) {
+    *prestarted = true;
+    return std::move(*s);
+  }
+  if (s) {
+    log::Event("worker.python_standby_discarded")
+        .Kv("reason", s->config == c ? "exited while waiting" : "configuration changed").Info();
+    s.reset();
+  }
+  *prestarted = false;
+  return StartStandby(c, work_dir);
+}
+
+// Starts the next job's process now, so that it imports torch while this job runs.
+void StartNextStandby(const StandbyConfig& c, const std::filesystem::path& work_dir) {
+  auto s = StartStandby(c, work_dir);
+  if (!s.ok()) {
+    log::Event("worker.python_standby_failed").Kv("error", s.status().message()).Warn();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_standby_mu);
+  g_standby = std::move(s).value();
+}
+
 }  // namespace
+
+void ReleasePythonStandby() {
+  std::optional<Standby> s;
+  {
+    std::lock_guard<std::mutex> lock(g_standby_mu);
+    s.swap(g_standby);
+  }
+  // Destroyed here, outside the lock: kills the process group, then removes the directory.
+}
 
 std::filesystem::path DefaultHarnessPath() { return SelfDir() / kHarnessFileName; }
 
@@ -237,19 +362,7 @@ Result<HarnessOutput> RunHarness(const HarnessInvocation& inv) {
   p.on_start = inv.on_start;
   auto r = RunProcess(p);
   if (!r.ok()) return r.status();
-
-  HarnessOutput out;
-  out.process = std::move(r).value();
-  // The job could have replaced result.json by a link to someone else's: no links.
-  auto text = ReadJobFile(inv.dir, {"result.json"}, kMaxHarnessResultBytes);
-  if (!text.ok()) {
-    out.result_error = text.status().error_class() == ErrorClass::kNotFound
-                           ? "no result.json"
-                           : "result.json: " + text.status().message();
-  } else {
-    out.result = ParseHarnessResult(std::move(text).value(), &out.result_error);
-  }
-  return out;
+  return ReadHarnessOutput(inv.dir, std::move(r).value());
 }
 
 WorkOutcome RunPythonJob(const RunContext& ctx) {
@@ -281,78 +394,77 @@ WorkOutcome RunPythonJob(const RunContext& ctx) {
     out.exit_worker = true;
     return out;
   }
-  auto dir = TempDir::Create("job_" + ctx.job_id + "_", ctx.work_dir);
-  if (!dir.ok()) {
-    out.status = dir.status();
-    return out;
-  }
   auto source = PythonCandidateSource(*spec, ctx.blob_files);
   if (!source.ok()) {
     out.status = source.status();
     return out;
   }
   const std::string arch_list = gpu ? TorchArchList(gpu->arch()) : "";
-  const auto ext_dir = py.cache_dir / "torch_ext" / PythonExtensionKey(*source, probe.info, arch_list);
-  const auto triton_dir = py.cache_dir / "triton";
+  // Read-only for the run: the prepare step built into it (docs/python-kinds.md, "Extension builds").
+  const auto ext_cache = py.cache_dir / "torch_ext" / PythonExtensionKey(*source, probe.info, arch_list);
+  StandbyConfig config;
+  config.interpreter = probe.interpreter;
+  config.harness = probe.harness;
+  config.triton_dir = py.cache_dir / "triton";
+  config.visible_devices = on_gpu ? std::to_string(ctx.device) : "";
+  config.arch_list = arch_list;
+  config.sandbox = ctx.sandbox;
+  config.warm_cuda = on_gpu;
   std::error_code ec;
-  std::filesystem::create_directories(ext_dir, ec);
-  if (!ec) std::filesystem::create_directories(triton_dir, ec);
+  if (auto lib = SelfDir() / "libassay_cupti.so"; on_gpu && std::filesystem::exists(lib, ec)) config.cupti_lib = lib;
+  std::filesystem::create_directories(config.triton_dir, ec);
   if (ec) {
-    out.status = Status::Infra("cannot make the Python caches under " + py.cache_dir.string() + ": " + ec.message());
+    out.status = Status::Infra("cannot make the Triton cache " + config.triton_dir.string() + ": " + ec.message());
     return out;
   }
 
-  HarnessInvocation inv;
-  inv.interpreter = probe.interpreter;
-  inv.harness = probe.harness;
-  inv.dir = dir->path();
-  inv.mode = "run";
-  inv.env["CUDA_VISIBLE_DEVICES"] = on_gpu ? std::to_string(ctx.device) : "";
-  inv.env["TORCH_EXTENSIONS_DIR"] = ext_dir.string();
-  inv.env["TRITON_CACHE_DIR"] = triton_dir.string();
-  if (!arch_list.empty()) inv.env["TORCH_CUDA_ARCH_LIST"] = arch_list;
-  inv.writable_dirs = {ext_dir, triton_dir};
-  // The second clock: the injection library records every kernel and the
-  // harness's marks. Copied into the job directory so any sandbox can read it.
-  const auto cupti_out = dir->path() / "cupti.json";
-  bool profiled = false;
-  if (auto lib = SelfDir() / "libassay_cupti.so"; on_gpu && std::filesystem::exists(lib, ec)) {
-    auto local = dir->path() / "libassay_cupti.so";
-    std::filesystem::copy_file(lib, local, ec);
-    if (!ec) {
-      inv.env["CUDA_INJECTION64_PATH"] = local.string();
-      inv.env["ASSAY_CUPTI_OUT"] = cupti_out.string();
-      profiled = true;
-    }
+  bool prestarted = false;
+  auto standby = TakeStandby(config, ctx.work_dir, &prestarted);
+  if (!standby.ok()) {
+    out.status = standby.status();
+    return out;
   }
+  const std::filesystem::path dir = standby->dir.path();
+  const bool profiled = !config.cupti_lib.empty();
+  const auto cupti_out = dir / "cupti.json";
   PythonRequestOptions ro;
   ro.mode = "run";
   ro.device = py.device;
   ro.l2_bytes = gpu ? gpu->l2_bytes : 0;
   ro.cupti_marks = profiled;
-  if (auto req = WritePythonJob(*spec, dir->path(), ctx.blob_files, ro); !req.ok()) {
+  ro.extension_cache = ext_cache;
+  if (auto req = WritePythonJob(*spec, dir, ctx.blob_files, ro); !req.ok()) {
     out.status = req.status();
     return out;
   }
-  inv.timeout_ms = ctx.timeout_ms;
-  inv.cancel = ctx.cancel;
-  inv.sandbox = ctx.sandbox;
+  // The next job's process imports torch while this one runs.
+  if (py.standby) StartNextStandby(config, ctx.work_dir);
+
+  ProcessOptions job;
+  job.stdin_data = json({{"mode", "run"}, {"request", (dir / "request.json").string()},
+                         {"result", (dir / "result.json").string()}})
+                       .dump() +
+                   "\n";
+  job.timeout_ms = ctx.timeout_ms;
+  job.cancel = ctx.cancel;
+  job.stdout_limit = job.stderr_limit = 1 << 20;
   // The server kills this group too when it has to kill the worker.
-  inv.on_start = [&](int pid) {
+  job.on_start = [&](int pid) {
     if (ctx.progress) ctx.progress("running", {{"pgid", pid}});
   };
-  auto r = RunHarness(inv);
+  auto r = SuperviseProcess(std::move(standby->process), job);
   if (ctx.progress) ctx.progress("finished", json::object());
   if (!r.ok()) {
     out.status = r.status();
     return out;
   }
+  HarnessOutput harness = ReadHarnessOutput(dir, std::move(r).value());
 
   HarnessRun run;
-  run.process = std::move(r->process);
-  run.result = std::move(r->result);
-  run.result_error = std::move(r->result_error);
-  run.dir = dir->path();
+  run.process = std::move(harness.process);
+  run.result = std::move(harness.result);
+  run.result_error = std::move(harness.result_error);
+  run.dir = dir;
   run.timeout_ms = ctx.timeout_ms;
   run.outputs = spec->outputs;
   run.helper_name_in_source = MentionsHelperKernel(*source);
@@ -365,6 +477,8 @@ WorkOutcome RunPythonJob(const RunContext& ctx) {
   out = MapHarnessRun(run);
   out.result["python"]["interpreter"] = probe.interpreter.string();
   out.result["python"]["device"] = py.device;
+  // Started before the job arrived (a standby), or for it.
+  out.result["python"]["prestarted"] = prestarted;
   if (gpu) out.result["gpu"] = ToJson(*gpu);
   return out;
 }

@@ -4,9 +4,11 @@
 // CUPTI injection library for the second clock. docs/python-kinds.md has the
 // design and the worker/harness contract.
 //
-//   job dir (python_request.h) -> `<python> -I -B DIR/assay_harness.py run
-//   --request DIR/request.json --result DIR/result.json` -> result.json +
-//   cupti.json -> WorkOutcome (python_result.h)
+//   `<python> -I -B DIR/assay_harness.py standby` started in a fresh job dir
+//   (before the job exists, while the previous job runs) -> the job's files
+//   written into DIR (python_request.h) -> {"mode":"run","request":...,
+//   "result":...} on its stdin -> result.json + cupti.json -> WorkOutcome
+//   (python_result.h)
 //
 // RunHarness is shared with the scheduler's prepare step (sched/python_prepare.h).
 //
@@ -88,7 +90,13 @@ struct HarnessOutput {
 // Infra when the process cannot be started.
 Result<HarnessOutput> RunHarness(const HarnessInvocation& invocation);
 
-// The runner registered for the four Python kinds.
+// The runner registered for the four Python kinds. Each job runs in a harness
+// process of its own; with PythonWorkerOptions::standby the next job's process
+// is started while this one runs (docs/python-kinds.md, "Standby").
 WorkOutcome RunPythonJob(const RunContext& ctx);
+
+// Ends the waiting standby harness, if any: the worker calls it before a job
+// of another kind, which should have the GPU (and its memory) to itself.
+void ReleasePythonStandby();
 
 }  // namespace assay

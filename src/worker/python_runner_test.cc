@@ -498,13 +498,21 @@ TEST(TwoClocksTest, MapHarnessRunAppliesTheRule) {
 // ---- the runner, with a fake harness --------------------------------------------
 
 // Behaves per the candidate's first line: OK, EXIT n, ESCAPE (an output outside
-// out/), NORESULT; always reports the environment it saw and the argv.
+// out/), NORESULT; always reports the environment it saw, the argv and (as
+// `standby`) the job line it read.
 const char* kFakeHarness = R"(import json, os, sys
 if sys.argv[1:] == ["--probe"]:
     print("noise from an import")
     print(json.dumps({"python": "3.0", "torch": "9.9", "cuda": False, "triton": None}))
     sys.exit(0)
-mode, req_path, res_path = sys.argv[1], sys.argv[3], sys.argv[5]
+line = None
+if sys.argv[1:] == ["standby"]:
+    print("standby ready", flush=True)
+    line = sys.stdin.readline()
+    job = json.loads(line)
+    mode, req_path, res_path = job["mode"], job["request"], job["result"]
+else:
+    mode, req_path, res_path = sys.argv[1], sys.argv[3], sys.argv[5]
 req = json.load(open(req_path))
 what = open(req["candidate"]["path"]).read().split("\n")[0]
 print("fake harness " + what)
@@ -516,7 +524,8 @@ if what == "NORESULT":
 env = {k: os.environ.get(k) for k in ("HOME", "TMPDIR", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
                                       "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST")}
 ext = os.environ["TORCH_EXTENSIONS_DIR"]
-open(os.path.join(ext, "built.so"), "w").write("x")  # the cache must be writable
+open(os.path.join(ext, "built.so"), "w").write("x")  # the job's own build directory is writable
+sys.stderr.write(json.dumps({"cwd": os.getcwd(), "ext": ext, "cache": req.get("extension_cache")}) + "\n")
 os.makedirs(req["output_dir"], exist_ok=True)
 import struct
 hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }"
@@ -525,7 +534,8 @@ npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct
 outdir = req["output_dir"] if what != "ESCAPE" else os.path.dirname(req["output_dir"])
 open(os.path.join(outdir, "y.npy"), "wb").write(npy)
 json.dump({"v": 1, "status": {"class": "ok", "message": "", "phase": "timing"}, "versions": {"torch": "9.9"},
-           "env": env, "argv": sys.argv[1:], "request": req,
+           "env": env, "argv": sys.argv[1:], "line": line, "request": req, "pid": os.getpid(),
+           "process": {"standby": line is not None, "pid": os.getpid()},
            "timing": {"candidate": {"clock": "host", "median_ms": 0.5, "samples": 10}},
            "outputs": {"y": os.path.join(outdir, "y.npy")}, "warnings": []}, open(res_path, "w"))
 )";
@@ -600,27 +610,72 @@ TEST_F(PythonRunnerTest, ProbeReadsTheLastLine) {
   EXPECT_TRUE(PythonKinds(p).empty());
 }
 
+std::vector<std::filesystem::path> JobDirs(const std::filesystem::path& work) {
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(work))
+    if (e.is_directory()) dirs.push_back(e.path());
+  return dirs;
+}
+
 TEST_F(PythonRunnerTest, RunsTheHarnessInTheJobDirectoryUnderTheSandbox) {
+  ReleasePythonStandby();
   WorkOutcome o = RunJob("OK");
   ASSERT_TRUE(o.status.ok()) << o.status.ToString() << "\n" << o.result.dump(2);
   const json& py = o.result["python"];
-  EXPECT_EQ(py["stdout"], "fake harness OK\n");
+  // Started as a standby and handed its job on stdin.
+  EXPECT_EQ(py["stdout"], "standby ready\nfake harness OK\n");
   EXPECT_EQ(py["device"], "cpu");
+  EXPECT_EQ(py["prestarted"], false);
+  EXPECT_EQ(py["process"]["standby"], true);
   EXPECT_EQ(o.result["timing"]["source"], "host");
   EXPECT_EQ(o.result["timing"]["median_ms"], 0.5);
   ASSERT_EQ(o.blobs.count("y"), 1u);
   EXPECT_EQ(phases_, std::vector<std::string>({"running", "finished"}));
-  bool found = false;
-  for (const auto& e : std::filesystem::directory_iterator(dir_->path() / "work")) found |= e.is_directory();
-  EXPECT_FALSE(found) << "the job directory is removed after the run";
-  auto ext_root = py_.cache_dir / "torch_ext";
-  int ext_dirs = 0;
-  for (const auto& e : std::filesystem::directory_iterator(ext_root)) {
-    ++ext_dirs;
-    EXPECT_EQ(e.path().filename().string().size(), 64u);
-    EXPECT_TRUE(std::filesystem::exists(e.path() / "built.so")) << "the extension cache is writable in the sandbox";
-  }
-  EXPECT_EQ(ext_dirs, 1);
+  // The job's directory is gone; the next job's process waits in its own.
+  auto dirs = JobDirs(dir_->path() / "work");
+  EXPECT_EQ(dirs.size(), 1u);
+  ReleasePythonStandby();
+  EXPECT_TRUE(JobDirs(dir_->path() / "work").empty()) << "the standby's directory is removed with it";
+}
+
+TEST_F(PythonRunnerTest, TheNextJobTakesTheStandbyAndEachProcessRunsOneJob) {
+  ReleasePythonStandby();
+  WorkOutcome a = RunJob("OK");
+  WorkOutcome b = RunJob("OK");
+  ASSERT_TRUE(a.status.ok() && b.status.ok()) << a.status.ToString() << b.status.ToString();
+  EXPECT_EQ(a.result["python"]["prestarted"], false);
+  EXPECT_EQ(b.result["python"]["prestarted"], true);
+  EXPECT_NE(a.result["python"]["process"]["pid"], b.result["python"]["process"]["pid"]);
+  // A job of another kind releases the standby: the next Python job starts its own.
+  ReleasePythonStandby();
+  WorkOutcome c = RunJob("OK");
+  EXPECT_EQ(c.result["python"]["prestarted"], false);
+  // Without standbys, nothing waits between jobs.
+  PythonWorkerOptions saved = py_;
+  py_.standby = false;
+  ReleasePythonStandby();
+  WorkOutcome d = RunJob("OK");
+  WorkOutcome e = RunJob("OK");
+  py_ = saved;
+  EXPECT_EQ(d.result["python"]["prestarted"], false);
+  EXPECT_EQ(e.result["python"]["prestarted"], false);
+  EXPECT_TRUE(JobDirs(dir_->path() / "work").empty());
+}
+
+// The run builds (load_inline without a cached build) only in its own
+// directory; the prepare step's cache is named in the request, read-only.
+TEST_F(PythonRunnerTest, TheRunBuildsOnlyInItsOwnDirectoryAndReadsTheCache) {
+  ReleasePythonStandby();
+  WorkOutcome o = RunJob("OK");
+  ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+  json seen = json::parse(o.result["python"]["stderr"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(seen.is_object()) << o.result["python"].dump(2);
+  const std::string cwd = seen["cwd"], ext = seen["ext"], cache = seen["cache"];
+  EXPECT_EQ(ext, cwd + "/torch_ext");
+  const std::string root = (py_.cache_dir / "torch_ext").string() + "/";
+  ASSERT_EQ(cache.rfind(root, 0), 0u) << cache;
+  EXPECT_EQ(cache.size(), root.size() + 64) << cache;  // <cache>/torch_ext/<sha-256 key>
+  EXPECT_FALSE(std::filesystem::exists(cache + "/built.so"));
 }
 
 TEST_F(PythonRunnerTest, HarnessSeesTheContractsArgumentsAndEnvironment) {

@@ -213,6 +213,9 @@ class Worker {
       (void)Send(std::move(m));
     };
 
+    // A waiting Python standby holds a CUDA context and memory: other kinds get the GPU to themselves.
+    if (auto k = JobKindFromName(kind); !k || !IsPythonKind(*k)) ReleasePythonStandby();
+
     WorkOutcome outcome;
     if (const JobRunner* runner = FindJobRunner(kind)) {
       try {
