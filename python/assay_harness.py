@@ -1503,6 +1503,7 @@ class Job:
     def set_phase(self, phase):
         self.phase = phase
         self.result["status"]["phase"] = phase
+        enter_phase(self.result, phase)
 
     def setup_device(self):
         """Initialises CUDA and the harness's helpers before any user code is imported."""
@@ -2522,12 +2523,26 @@ def run_job(mode, request_path, result):
     job.run()
 
 
+_PHASE = []  # [name, start ns] of the phase enter_phase is timing
+
+
+def enter_phase(result, phase):
+    """Adds the time since the last call to result.process.phases_ms[<last phase>]; phase None stops."""
+    now = _perf_ns()
+    times = result["process"].setdefault("phases_ms", {})
+    if _PHASE:
+        name, start = _PHASE
+        times[name] = round(times.get(name, 0.0) + (now - start) / 1e6, 1)
+    _PHASE[:] = [phase, now] if phase else []
+
+
 def execute(mode, request_path, result_path, process):
     """Runs one job and writes its result.json. Returns the exit code (docs/python-kinds.md)."""
     result = {"v": RESULT_VERSION, "status": {"class": OK, "message": "", "phase": "load"},
               "versions": {"python": platform.python_version()}, "compiled": False, "warnings": [],
               "process": process}
     t0 = _perf_ns()
+    enter_phase(result, "load")
     try:
         run_job(mode, request_path, result)
     except Failure as f:
@@ -2548,6 +2563,7 @@ def execute(mode, request_path, result_path, process):
         result["status"]["detail"] = _tail(_traceback_text(e))
         if cuda:
             result["status"]["cuda_error"] = cuda
+    enter_phase(result, None)
     result["duration_ms"] = (_perf_ns() - t0) / 1e6
     try:
         write_json_atomic(result_path, result)
@@ -2603,11 +2619,12 @@ def standby():
     """Prepares for a job that does not exist yet, then runs it (docs/python-kinds.md, "Standby").
 
     Imports torch and numpy and captures torch's functions (as run does first); with
-    ASSAY_HARNESS_WARM=cuda also creates the CUDA context. Then waits for one line on stdin,
-    {"mode": "run", "request": PATH, "result": PATH}, and runs that job exactly as `run` would. A
+    ASSAY_HARNESS_WARM=cuda also creates the CUDA context and imports triton when it is installed. Then waits for one line on stdin,
+    {"mode": "run", "request": PATH, "result": PATH}, writes `accepted` next to the request, and runs
+    that job exactly as `run` would. A
     failure while warming is not reported here: the job meets it again and reports it. With no job
     after ASSAY_HARNESS_IDLE_S seconds (default 600), or at EOF, it exits 0 having run nothing."""
-    process = {"standby": True}
+    process = {"standby": True, "pid": os.getpid()}
     try:
         torch = capture_torch()
         try:
@@ -2618,6 +2635,10 @@ def standby():
             torch.cuda.init()
             K.empty((1,), device="cuda")  # the primary context and torch's allocator
             K.cuda_sync()
+            try:
+                import triton  # noqa: F401 - most GPU jobs import it (directly or through torch); ~0.5 s
+            except Exception:  # noqa: BLE001 - optional
+                pass
     except _BaseException as e:
         process["warm_error"] = _one_line(_exception_text(e), 300)
     ready = _perf_ns()
@@ -2638,6 +2659,13 @@ def standby():
             or not isinstance(job.get("result"), str)):
         sys.stderr.write("assay_harness: bad job line for standby: %r\n" % line[:300])
         return 2
+    # Tells the worker the job reached a live process: a standby that dies before this line (killed
+    # while it waited) is replaced and the job run again; after it, the death is the job's.
+    try:
+        with _open(os.path.join(os.path.dirname(job["request"]), "accepted"), "w") as f:
+            f.write("%d\n" % os.getpid())
+    except OSError:
+        pass
     return leave(execute("run", job["request"], job["result"], process))
 
 
@@ -2650,7 +2678,7 @@ def main(argv):
     if parsed is None:
         return _usage()
     mode, request_path, result_path = parsed
-    return leave(execute(mode, request_path, result_path, {"standby": False}))
+    return leave(execute(mode, request_path, result_path, {"standby": False, "pid": os.getpid()}))
 
 
 if __name__ == "__main__":

@@ -99,9 +99,10 @@ int main(int argc, char** argv) {
   // Test-only: the Python kinds on the CPU (CI has no GPU). Not in --help.
   serve_cmd->add_option("--python-device", serve.python_device, "cuda, or cpu (tests only)")
       ->check(CLI::IsMember({"cuda", "cpu"}))->group("");
-  bool no_python_standby = false;
-  serve_cmd->add_flag("--no-python-standby", no_python_standby,
-                      "Start each Python job's interpreter when the job starts, not while the previous job runs");
+  serve_cmd->add_option("--python-standby", serve.python_standby,
+                        "Python harness processes per GPU started ahead of the jobs (import torch, CUDA context) "
+                        "while other jobs run; 0 = each job starts its own")
+      ->check(CLI::Range(0, 8))->capture_default_str();
 
   // worker / internal-compile (children of serve; hidden) ---------------------
   int worker_device = -1;
@@ -117,8 +118,8 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--python-device", worker_python.device, "cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}));
   worker_cmd->add_option("--python-cache", worker_python.cache_dir, "torch_ext/ and triton/ caches");
-  bool worker_no_python_standby = false;
-  worker_cmd->add_flag("--no-python-standby", worker_no_python_standby, "No pre-started harness process");
+  worker_cmd->add_option("--python-standby", worker_python.standby, "Harness processes started ahead of jobs")
+      ->check(CLI::Range(0, 8));
 
 
   // compile --------------------------------------------------------------------
@@ -217,10 +218,8 @@ int main(int argc, char** argv) {
 
   if (*serve_cmd) {
     serve.sandbox = !no_sandbox;
-    serve.python_standby = !no_python_standby;
     return assay::ServeMain(serve);
   }
-  worker_python.standby = !worker_no_python_standby;
   if (*worker_cmd) return assay::WorkerMain(worker_device, worker_dir, !worker_no_sandbox, worker_python);
   if (*compile_cmd) {
     compile.json = common.json;

@@ -90,6 +90,7 @@ CompileOutput Compiler::CompileIsolated(const CompileRequest& request, const std
   po.env = env;
   po.sandbox.enabled = options_.sandbox;
   po.sandbox.writable_dir = cache_dir;
+  po.nice = kBackgroundNice;  // builds yield the CPU to the workers
 
   Result<ProcessResult> run = RunProcess(po);
   if (!run.ok()) return Failed(request, Status::Infra("cannot start compile child: " + run.status().message()));

@@ -52,6 +52,7 @@ struct ChildSetup {
   pid_t parent;
   rlim_t max_file_bytes, max_open_files, max_processes;
   bool limit_processes;
+  int nice;
   const ChildSandbox* sandbox;
 };
 
@@ -101,6 +102,11 @@ void LowerLimit(int resource, rlim_t value) {
   LowerLimit(RLIMIT_FSIZE, c.max_file_bytes);
   LowerLimit(RLIMIT_NOFILE, c.max_open_files);
   if (c.limit_processes) LowerLimit(RLIMIT_NPROC, c.max_processes);
+  if (c.nice > 0) {
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && current < c.nice) setpriority(PRIO_PROCESS, 0, c.nice);
+  }
 
   EnterChildSandbox(*c.sandbox);  // best effort: the probe said it works
 
@@ -243,6 +249,7 @@ Result<std::unique_ptr<StartedProcess>> StartProcess(const ProcessOptions& o) {
   setup.max_open_files = static_cast<rlim_t>(o.sandbox.max_open_files);
   setup.max_processes = static_cast<rlim_t>(o.sandbox.max_processes);
   setup.limit_processes = o.sandbox.enabled;
+  setup.nice = o.nice;
   setup.sandbox = &child_sandbox;
 
   pid_t pid = fork();

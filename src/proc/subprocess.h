@@ -38,6 +38,10 @@ struct SandboxOptions {
   int64_t max_open_files = 1024;             // RLIMIT_NOFILE
 };
 
+// The nice value of builds (compiles, the Python prepare step): they yield the
+// CPU to the processes that feed the GPUs (docs/architecture.md).
+inline constexpr int kBackgroundNice = 10;
+
 struct ProcessOptions {
   std::vector<std::string> argv;             // argv[0] is looked up in PATH if not absolute
   std::filesystem::path cwd;                 // empty = inherit
@@ -48,6 +52,7 @@ struct ProcessOptions {
   size_t stdout_limit = 1 << 20;             // bytes kept; the rest is counted and dropped
   size_t stderr_limit = 1 << 20;
   const std::atomic<bool>* cancel = nullptr; // when it becomes true the group is killed
+  int nice = 0;                              // the child's nice value when higher than ours (0..19)
   SandboxOptions sandbox;
   // Called on the calling thread when supervision starts (RunProcess: once the
   // child has exec'd), with its pid (which is also its process group id). Lets

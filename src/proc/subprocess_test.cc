@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -309,6 +310,16 @@ TEST(StartedProcessTest, StdinDataNeedsAStdinPipe) {
   auto r = SuperviseProcess(std::move(child).value(), run);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().error_class(), ErrorClass::kInfraError);
+}
+
+TEST(SubprocessTest, NiceLowersTheChildsPriorityOnly) {
+  auto o = Sh("cut -d' ' -f19 /proc/self/stat");  // field 19: nice (the command has no spaces)
+  o.nice = kBackgroundNice;
+  auto r = MustRun(o);
+  EXPECT_EQ(r.stdout_data, std::to_string(kBackgroundNice) + "\n");
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), 0);  // ours is untouched
+  o.nice = 0;
+  EXPECT_EQ(MustRun(o).stdout_data, "0\n");
 }
 
 TEST(SubprocessTest, CoreDumpsAreDisabled) {

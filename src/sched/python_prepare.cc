@@ -147,6 +147,7 @@ PythonPrepareOutput PythonPreparer::Prepare(const std::string& job_id, const Job
   inv.writable_dirs = {ext_dir, triton_dir};
   inv.timeout_ms = options_.timeout_ms;
   inv.cancel = cancel;
+  inv.nice = kBackgroundNice;  // the standby harnesses feeding the GPU come first
   inv.sandbox = options_.sandbox;
   const int64_t t0 = MonotonicMs();
   auto r = RunHarness(inv);

@@ -1,5 +1,6 @@
 #include "worker/python_runner.h"
 
+#include <deque>
 #include <mutex>
 #include <optional>
 
@@ -159,52 +160,69 @@ Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path
   return Standby{c, std::move(dir).value(), std::move(process).value(), MonotonicMs()};
 }
 
-// The worker's next harness: at most one, started after a Python job was
-// handed its process. The worker runs one job at a time; the mutex only
-// guards against tests that call the runner from several threads.
+// The worker's waiting harnesses, oldest first (the likeliest to be ready).
+// The worker runs one job at a time; the mutex only guards against tests that
+// call the runner from several threads.
 std::mutex g_standby_mu;
-std::optional<Standby> g_standby;  // GUARDED_BY(g_standby_mu)
+std::deque<Standby> g_standbys;  // GUARDED_BY(g_standby_mu)
 
-// The standby if it fits `c` and still waits, else a process started now.
+// The oldest standby that fits `c` and still waits, else a process started now.
+// Standbys that exited or were started for another config are discarded.
 Result<Standby> TakeStandby(const StandbyConfig& c, const std::filesystem::path& work_dir, bool* prestarted) {
-  std::optional<Standby> s;
+  std::deque<Standby> waiting;
   {
     std::lock_guard<std::mutex> lock(g_standby_mu);
-    s.swap(g_standby);
+    waiting.swap(g_standbys);
   }
-  if (s && s->config == c && !s->process->Exited()) {
-    *prestarted = true;
-    return std::move(*s);
+  std::optional<Standby> taken;
+  std::deque<Standby> keep;
+  while (!waiting.empty()) {
+    Standby s = std::move(waiting.front());
+    waiting.pop_front();
+    if (!taken && s.config == c && !s.process->Exited()) {
+      taken = std::move(s);
+    } else if (s.config == c && !s.process->Exited()) {
+      keep.push_back(std::move(s));
+    } else {
+      log::Event("worker.python_standby_discarded")
+          .Kv("reason", s.config == c ? "exited while waiting" : "configuration changed").Info();
+    }  // a discarded one is killed and its directory removed here
   }
-  if (s) {
-    log::Event("worker.python_standby_discarded")
-        .Kv("reason", s->config == c ? "exited while waiting" : "configuration changed").Info();
-    s.reset();
+  if (!keep.empty()) {
+    std::lock_guard<std::mutex> lock(g_standby_mu);
+    for (auto& s : keep) g_standbys.push_back(std::move(s));
   }
-  *prestarted = false;
+  *prestarted = taken.has_value();
+  if (taken) return std::move(*taken);
   return StartStandby(c, work_dir);
 }
 
-// Starts the next job's process now, so that it imports torch while this job runs.
-void StartNextStandby(const StandbyConfig& c, const std::filesystem::path& work_dir) {
-  auto s = StartStandby(c, work_dir);
-  if (!s.ok()) {
-    log::Event("worker.python_standby_failed").Kv("error", s.status().message()).Warn();
-    return;
+// Starts processes until `count` wait, so that they import torch while this job runs.
+void FillStandbys(const StandbyConfig& c, const std::filesystem::path& work_dir, int count) {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(g_standby_mu);
+      if (static_cast<int>(g_standbys.size()) >= count) return;
+    }
+    auto s = StartStandby(c, work_dir);
+    if (!s.ok()) {
+      log::Event("worker.python_standby_failed").Kv("error", s.status().message()).Warn();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(g_standby_mu);
+    g_standbys.push_back(std::move(s).value());
   }
-  std::lock_guard<std::mutex> lock(g_standby_mu);
-  g_standby = std::move(s).value();
 }
 
 }  // namespace
 
 void ReleasePythonStandby() {
-  std::optional<Standby> s;
+  std::deque<Standby> waiting;
   {
     std::lock_guard<std::mutex> lock(g_standby_mu);
-    s.swap(g_standby);
+    waiting.swap(g_standbys);
   }
-  // Destroyed here, outside the lock: kills the process group, then removes the directory.
+  // Destroyed here, outside the lock: each process group killed, then its directory removed.
 }
 
 std::filesystem::path DefaultHarnessPath() { return SelfDir() / kHarnessFileName; }
@@ -356,6 +374,7 @@ Result<HarnessOutput> RunHarness(const HarnessInvocation& inv) {
   p.timeout_ms = inv.timeout_ms;
   p.stdout_limit = p.stderr_limit = inv.output_limit;
   p.cancel = inv.cancel;
+  p.nice = inv.nice;
   p.sandbox.enabled = inv.sandbox;
   p.sandbox.writable_dir = inv.dir;
   p.sandbox.extra_writable_dirs = inv.writable_dirs;
@@ -418,47 +437,70 @@ WorkOutcome RunPythonJob(const RunContext& ctx) {
     return out;
   }
 
-  bool prestarted = false;
-  auto standby = TakeStandby(config, ctx.work_dir, &prestarted);
-  if (!standby.ok()) {
-    out.status = standby.status();
-    return out;
-  }
-  const std::filesystem::path dir = standby->dir.path();
   const bool profiled = !config.cupti_lib.empty();
-  const auto cupti_out = dir / "cupti.json";
   PythonRequestOptions ro;
   ro.mode = "run";
   ro.device = py.device;
   ro.l2_bytes = gpu ? gpu->l2_bytes : 0;
   ro.cupti_marks = profiled;
   ro.extension_cache = ext_cache;
-  if (auto req = WritePythonJob(*spec, dir, ctx.blob_files, ro); !req.ok()) {
-    out.status = req.status();
-    return out;
-  }
-  // The next job's process imports torch while this one runs.
-  if (py.standby) StartNextStandby(config, ctx.work_dir);
 
-  ProcessOptions job;
-  job.stdin_data = json({{"mode", "run"}, {"request", (dir / "request.json").string()},
-                         {"result", (dir / "result.json").string()}})
-                       .dump() +
-                   "\n";
-  job.timeout_ms = ctx.timeout_ms;
-  job.cancel = ctx.cancel;
-  job.stdout_limit = job.stderr_limit = 1 << 20;
-  // The server kills this group too when it has to kill the worker.
-  job.on_start = [&](int pid) {
-    if (ctx.progress) ctx.progress("running", {{"pgid", pid}});
-  };
-  auto r = SuperviseProcess(std::move(standby->process), job);
-  if (ctx.progress) ctx.progress("finished", json::object());
-  if (!r.ok()) {
-    out.status = r.status();
-    return out;
+  // A standby killed while it waited can be handed the job before its death
+  // shows (SIGKILL waits for a process in the GPU driver): a process that dies
+  // before writing `accepted` never saw the job, which runs again once, in a
+  // process started for it.
+  bool prestarted = false;
+  std::optional<Standby> standby;
+  ProcessResult process;
+  for (int attempt = 0;; ++attempt) {
+    auto s = attempt == 0 ? TakeStandby(config, ctx.work_dir, &prestarted) : StartStandby(config, ctx.work_dir);
+    if (!s.ok()) {
+      out.status = s.status();
+      return out;
+    }
+    standby = std::move(s).value();
+    const std::filesystem::path dir = standby->dir.path();
+    if (auto req = WritePythonJob(*spec, dir, ctx.blob_files, ro); !req.ok()) {
+      out.status = req.status();
+      return out;
+    }
+    // The next jobs' processes import torch while this one runs.
+    if (attempt == 0) FillStandbys(config, ctx.work_dir, py.standby);
+
+    ProcessOptions job;
+    job.stdin_data = json({{"mode", "run"}, {"request", (dir / "request.json").string()},
+                           {"result", (dir / "result.json").string()}})
+                         .dump() +
+                     "\n";
+    job.timeout_ms = ctx.timeout_ms;
+    job.cancel = ctx.cancel;
+    job.stdout_limit = job.stderr_limit = 1 << 20;
+    // The server kills this group too when it has to kill the worker.
+    job.on_start = [&](int pid) {
+      if (ctx.progress) ctx.progress("running", {{"pgid", pid}});
+    };
+    auto r = SuperviseProcess(std::move(standby->process), job);
+    if (!r.ok()) {
+      if (ctx.progress) ctx.progress("finished", json::object());
+      out.status = r.status();
+      return out;
+    }
+    process = std::move(r).value();
+    const bool died = process.signal != 0 || process.exit_code != 0;
+    if (attempt == 0 && prestarted && died && !process.cancelled && !process.timed_out &&
+        !std::filesystem::exists(dir / "accepted", ec)) {
+      log::Event("worker.python_standby_lost").Kv("job", ctx.job_id).Kv("signal", process.signal)
+          .Kv("exit_code", process.exit_code).Warn();
+      prestarted = false;
+      continue;
+    }
+    break;
   }
-  HarnessOutput harness = ReadHarnessOutput(dir, std::move(r).value());
+  if (ctx.progress) ctx.progress("finished", json::object());
+  const std::filesystem::path dir = standby->dir.path();
+  const auto cupti_out = dir / "cupti.json";
+  const int64_t t_read = MonotonicMs();
+  HarnessOutput harness = ReadHarnessOutput(dir, std::move(process));
 
   HarnessRun run;
   run.process = std::move(harness.process);
@@ -479,6 +521,8 @@ WorkOutcome RunPythonJob(const RunContext& ctx) {
   out.result["python"]["device"] = py.device;
   // Started before the job arrived (a standby), or for it.
   out.result["python"]["prestarted"] = prestarted;
+  // The worker's own share after the process ended: result.json, outputs, the CUPTI record.
+  out.result["python"]["worker_ms"] = MonotonicMs() - t_read;
   if (gpu) out.result["gpu"] = ToJson(*gpu);
   return out;
 }

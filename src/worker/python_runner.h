@@ -78,6 +78,7 @@ struct HarnessInvocation {
   const std::atomic<bool>* cancel = nullptr;
   bool sandbox = true;
   size_t output_limit = 1 << 20;           // [bytes] kept of stdout and of stderr, each
+  int nice = 0;                            // ProcessOptions::nice
   std::function<void(int pid)> on_start;
 };
 

@@ -511,6 +511,11 @@ if sys.argv[1:] == ["standby"]:
     line = sys.stdin.readline()
     job = json.loads(line)
     mode, req_path, res_path = job["mode"], job["request"], job["result"]
+    once = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "vanish_once")
+    if os.path.exists(once):  # dies as if killed while it waited: before `accepted`
+        os.unlink(once)
+        os.kill(os.getpid(), 9)
+    open(os.path.join(os.path.dirname(req_path), "accepted"), "w").write(str(os.getpid()))
 else:
     mode, req_path, res_path = sys.argv[1], sys.argv[3], sys.argv[5]
 req = json.load(open(req_path))
@@ -631,9 +636,9 @@ TEST_F(PythonRunnerTest, RunsTheHarnessInTheJobDirectoryUnderTheSandbox) {
   EXPECT_EQ(o.result["timing"]["median_ms"], 0.5);
   ASSERT_EQ(o.blobs.count("y"), 1u);
   EXPECT_EQ(phases_, std::vector<std::string>({"running", "finished"}));
-  // The job's directory is gone; the next job's process waits in its own.
-  auto dirs = JobDirs(dir_->path() / "work");
-  EXPECT_EQ(dirs.size(), 1u);
+  // The job's directory is gone; the next jobs' processes wait in their own.
+  EXPECT_EQ(py_.standby, 2);
+  EXPECT_EQ(JobDirs(dir_->path() / "work").size(), 2u);
   ReleasePythonStandby();
   EXPECT_TRUE(JobDirs(dir_->path() / "work").empty()) << "the standby's directory is removed with it";
 }
@@ -652,7 +657,7 @@ TEST_F(PythonRunnerTest, TheNextJobTakesTheStandbyAndEachProcessRunsOneJob) {
   EXPECT_EQ(c.result["python"]["prestarted"], false);
   // Without standbys, nothing waits between jobs.
   PythonWorkerOptions saved = py_;
-  py_.standby = false;
+  py_.standby = 0;
   ReleasePythonStandby();
   WorkOutcome d = RunJob("OK");
   WorkOutcome e = RunJob("OK");
@@ -660,6 +665,26 @@ TEST_F(PythonRunnerTest, TheNextJobTakesTheStandbyAndEachProcessRunsOneJob) {
   EXPECT_EQ(d.result["python"]["prestarted"], false);
   EXPECT_EQ(e.result["python"]["prestarted"], false);
   EXPECT_TRUE(JobDirs(dir_->path() / "work").empty());
+}
+
+// A standby that dies before it accepts its job (killed while it waited) is
+// replaced once; a process started for the job that dies is the job's failure.
+TEST_F(PythonRunnerTest, AStandbyLostBeforeAcceptingIsReplacedOnce) {
+  // Unsandboxed: the fake harness must see (and remove) the marker outside its job directory.
+  ReleasePythonStandby();
+  ASSERT_TRUE(RunJob("OK", false).status.ok());  // leaves standbys waiting
+  const auto once = dir_->path() / "vanish_once";
+  ASSERT_TRUE(WriteFileAtomic(once, "").ok());
+  WorkOutcome o = RunJob("OK", false);
+  EXPECT_TRUE(o.status.ok()) << o.status.ToString() << o.result.dump(2);
+  EXPECT_FALSE(std::filesystem::exists(once));
+  EXPECT_EQ(o.result["python"]["prestarted"], false);  // the second attempt's process was started for it
+  ReleasePythonStandby();
+  ASSERT_TRUE(WriteFileAtomic(once, "").ok());
+  o = RunJob("OK", false);  // not prestarted: no second chance
+  EXPECT_EQ(o.status.error_class(), ErrorClass::kRuntimeError) << o.status.ToString();
+  EXPECT_NE(o.status.message().find("SIGKILL"), std::string::npos) << o.status.message();
+  std::filesystem::remove(once);
 }
 
 // The run builds (load_inline without a cached build) only in its own

@@ -126,7 +126,7 @@ Result<nlohmann::json> WorkerClient::EnsureStarted() {
   if (!options_.python.interpreter.empty()) {
     args.insert(args.end(), {"--python", options_.python.interpreter.string(), "--python-device",
                              options_.python.device, "--python-cache", options_.python.cache_dir.string()});
-    if (!options_.python.standby) args.push_back("--no-python-standby");
+    args.insert(args.end(), {"--python-standby", std::to_string(options_.python.standby)});
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -30,8 +30,9 @@ struct PythonWorkerOptions {
   std::string device = "cuda";        // "cuda"; "cpu" only for tests (`assay serve --python-device cpu`)
   std::filesystem::path cache_dir;    // torch_ext/<key>/ and triton/ live here (shared by jobs)
   std::filesystem::path harness;      // empty: assay_harness.py next to the running binary (tests override)
-  // Start the next job's harness process while a job runs (docs/python-kinds.md, "Standby").
-  bool standby = true;
+  // Harness processes kept started ahead of the jobs that will take them
+  // (docs/python-kinds.md, "Standby"); 0 = each job starts its own.
+  int standby = 2;
 };
 
 struct WorkerOptions {

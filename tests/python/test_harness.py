@@ -632,7 +632,8 @@ class HarnessTest(unittest.TestCase):
         self.assertIn("re-checked after timing on new inputs", c["guards"])
         self.assertEqual(r["versions"]["python"].count("."), 2)
         self.assertIn("torch", r["versions"])
-        self.assertEqual(r["process"], {"standby": False})
+        self.assertEqual(r["process"]["standby"], False)
+        self.assertGreater(r["process"]["phases_ms"]["timing"], 0)
         self.assertEqual(r["extensions"], [])
 
     def test_timing_statistics_on_cpu(self):
@@ -988,6 +989,10 @@ class StandbyTest(unittest.TestCase):
         self.assertGreater(proc["ready_ms"], 0)
         self.assertGreaterEqual(proc["waited_ms"], 0)
         self.assertNotIn("warm_error", proc)
+        self.assertEqual(set(proc["phases_ms"]), {"load", "init", "correctness", "timing", "after_timing"})
+        self.assertLessEqual(sum(proc["phases_ms"].values()), r["duration_ms"] + 1)
+        with open(os.path.join(self.dir, "accepted")) as f:
+            self.assertEqual(int(f.read()), p.pid)
 
     def test_without_a_job_it_exits_after_its_idle_time(self):
         p = self.start(ASSAY_HARNESS_IDLE_S="1")
