@@ -12,7 +12,9 @@
 #   python3 bench/kernelbench/compare.py --assay assay.json --kb kb.json
 # Files written to OUT: assay.json, assay_server.log, kb.json, kb_eval.log, compare.txt (the
 # console output is the run's log: `run.sh ... 2>&1 | tee OUT/run.log`). Env: PYTHON (default
-# /opt/torch/.venv/bin/python3), ASSAY_WAIT_S (how long to wait for Assay's jobs, default 480).
+# /opt/torch/.venv/bin/python3), ASSAY_WAIT_S (how long to wait for Assay's jobs, default 480),
+# WARM=1: each phase runs the set a second time with its caches kept (Assay: the same server and data
+# dir; KernelBench: the same build root and Triton cache) -> assay_warm.json, kb_warm.json.
 set -uo pipefail
 BUNDLE=${1:?usage: run.sh BUNDLE OUT KB_DIR [all|assay|kb]}
 mkdir -p "${2:?out dir}"
@@ -47,6 +49,10 @@ if [ "$PHASE" = all ] || [ "$PHASE" = assay ]; then
     "$BUNDLE/assay" --server "http://127.0.0.1:$(cat "$DATA/port")" gpus || true
     "$PY" "$HERE/assay_submit.py" --server "http://127.0.0.1:$(cat "$DATA/port")" --out "$OUT/assay.json" \
       --wait-s "${ASSAY_WAIT_S:-480}" || rc=1
+    if [ "${WARM:-0}" = 1 ]; then
+      "$PY" "$HERE/assay_submit.py" --server "http://127.0.0.1:$(cat "$DATA/port")" --out "$OUT/assay_warm.json" \
+        --wait-s "${ASSAY_WAIT_S:-480}" || rc=1
+    fi
   else
     echo "== assay serve did not start"; rc=1
   fi
@@ -59,12 +65,21 @@ fi
 if [ "$PHASE" = all ] || [ "$PHASE" = kb ]; then
   # A cold Triton cache, as Assay's fresh data dir has.
   export TRITON_CACHE_DIR=$(mktemp -d /tmp/kb-triton-XXXXXX)
-  "$PY" "$HERE/kb_eval.py" --kb-dir "$KB" --out "$OUT/kb.json" >"$OUT/kb_eval.log" 2>&1 || rc=1
+  BUILD_ROOT=$(mktemp -d /tmp/kb-build-XXXXXX)
+  "$PY" "$HERE/kb_eval.py" --kb-dir "$KB" --out "$OUT/kb.json" --build-root "$BUILD_ROOT" >"$OUT/kb_eval.log" 2>&1 || rc=1
   grep '^kb_eval:' "$OUT/kb_eval.log"
-  rm -rf "$TRITON_CACHE_DIR"
+  if [ "${WARM:-0}" = 1 ]; then
+    "$PY" "$HERE/kb_eval.py" --kb-dir "$KB" --out "$OUT/kb_warm.json" --build-root "$BUILD_ROOT" \
+      >"$OUT/kb_eval_warm.log" 2>&1 || rc=1
+    grep '^kb_eval:' "$OUT/kb_eval_warm.log"
+  fi
+  rm -rf "$TRITON_CACHE_DIR" "$BUILD_ROOT"
 fi
 
 if [ -s "$OUT/assay.json" ] && [ -s "$OUT/kb.json" ]; then
   "$PY" "$HERE/compare.py" --assay "$OUT/assay.json" --kb "$OUT/kb.json" | tee "$OUT/compare.txt"
+fi
+if [ -s "$OUT/assay_warm.json" ] && [ -s "$OUT/kb_warm.json" ]; then
+  "$PY" "$HERE/compare.py" --assay "$OUT/assay_warm.json" --kb "$OUT/kb_warm.json" | tee "$OUT/compare_warm.txt"
 fi
 exit $rc

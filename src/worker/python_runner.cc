@@ -109,6 +109,7 @@ struct StandbyConfig {
   std::string arch_list;              // TORCH_CUDA_ARCH_LIST; empty = unset
   bool sandbox = true;
   bool warm_cuda = false;             // create the CUDA context before the job arrives
+  int64_t l2_bytes = 0;               // and load the helper kernels for this L2 size
   bool operator==(const StandbyConfig&) const = default;
 };
 
@@ -148,6 +149,7 @@ Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path
   env["TRITON_CACHE_DIR"] = c.triton_dir.string();
   if (!c.arch_list.empty()) env["TORCH_CUDA_ARCH_LIST"] = c.arch_list;
   if (c.warm_cuda) env["ASSAY_HARNESS_WARM"] = "cuda";
+  if (c.l2_bytes > 0) env["ASSAY_HARNESS_L2_BYTES"] = std::to_string(c.l2_bytes);
   env["HOME"] = env["TMPDIR"] = d.string();
   p.argv = {c.interpreter.string(), "-I", "-B", (d / kHarnessFileName).string(), "standby"};
   p.cwd = d;
@@ -429,6 +431,7 @@ WorkOutcome RunPythonJob(const RunContext& ctx) {
   config.arch_list = arch_list;
   config.sandbox = ctx.sandbox;
   config.warm_cuda = on_gpu;
+  config.l2_bytes = gpu ? gpu->l2_bytes : 0;
   std::error_code ec;
   if (auto lib = SelfDir() / "libassay_cupti.so"; on_gpu && std::filesystem::exists(lib, ec)) config.cupti_lib = lib;
   std::filesystem::create_directories(config.triton_dir, ec);
