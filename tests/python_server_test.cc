@@ -277,11 +277,11 @@ TEST_F(PythonServerTest, SecondJobTakesTheProcessStartedDuringTheFirst) {
   // Each process printed only its own job's output.
   EXPECT_NE(p2["stdout"].get<std::string>().find("second"), std::string::npos) << p2.dump(2);
   EXPECT_EQ(p2["stdout"].get<std::string>().find("first"), std::string::npos) << p2.dump(2);
-  // Two more wait now (the default --python-standby 2), started in the server's data dir.
+  // Three more wait now (the default --python-standby 3), started in the server's data dir.
   const std::string data = (dir_->path() / "data").string();
   EXPECT_FALSE(WaitForStandby(data).empty());
-  for (int i = 0; i < 100 && StandbysOf(data).size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(StandbysOf(data).size(), 2u);
+  for (int i = 0; i < 100 && StandbysOf(data).size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(StandbysOf(data).size(), 3u);
 }
 
 // A standby that died while it waited is never handed a job: the job starts

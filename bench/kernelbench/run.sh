@@ -13,6 +13,7 @@
 # Files written to OUT: assay.json, assay_server.log, kb.json, kb_eval.log, compare.txt (the
 # console output is the run's log: `run.sh ... 2>&1 | tee OUT/run.log`). Env: PYTHON (default
 # /opt/torch/.venv/bin/python3), ASSAY_WAIT_S (how long to wait for Assay's jobs, default 480),
+# ASSAY_SERVE_ARGS: more `assay serve` flags (e.g. "--python-standby 3"),
 # WARM=1: each phase runs the set a second time with its caches kept (Assay: the same server and data
 # dir; KernelBench: the same build root and Triton cache) -> assay_warm.json, kb_warm.json.
 set -uo pipefail
@@ -39,6 +40,8 @@ if [ "$PHASE" = all ] || [ "$PHASE" = assay ]; then
   flags=(--no-auth --port 0 --port-file "$DATA/port" --data-dir "$DATA")
   # The Python kinds need `--python PATH` (env ASSAY_PYTHON); older binaries lack the flag.
   if "$BUNDLE/assay" serve --help 2>&1 | grep -q -- '--python'; then flags+=(--python "$PY"); fi
+  # shellcheck disable=SC2206 # split on purpose: several flags
+  flags+=(${ASSAY_SERVE_ARGS:-})
   export ASSAY_PYTHON="$PY"
   t0=$(date +%s%N)
   "$BUNDLE/assay" serve "${flags[@]}" 2>"$DATA/server.log" &

@@ -29,7 +29,7 @@ struct ServeOptions {
   // "cuda", or "cpu": run the Python kinds on the CPU (tests and CI only; the
   // timings are host clocks and mean little). Never the default.
   std::string python_device = "cuda";
-  int python_standby = 2;  // harness processes per worker started ahead of jobs (`--python-standby`)
+  int python_standby = 3;  // harness processes per worker started ahead of jobs (`--python-standby`)
 };
 
 // Returns the process exit code.

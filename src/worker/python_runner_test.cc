@@ -637,8 +637,8 @@ TEST_F(PythonRunnerTest, RunsTheHarnessInTheJobDirectoryUnderTheSandbox) {
   ASSERT_EQ(o.blobs.count("y"), 1u);
   EXPECT_EQ(phases_, std::vector<std::string>({"running", "finished"}));
   // The job's directory is gone; the next jobs' processes wait in their own.
-  EXPECT_EQ(py_.standby, 2);
-  EXPECT_EQ(JobDirs(dir_->path() / "work").size(), 2u);
+  EXPECT_EQ(py_.standby, 3);
+  EXPECT_EQ(JobDirs(dir_->path() / "work").size(), 3u);
   ReleasePythonStandby();
   EXPECT_TRUE(JobDirs(dir_->path() / "work").empty()) << "the standby's directory is removed with it";
 }

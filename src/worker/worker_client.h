@@ -32,7 +32,7 @@ struct PythonWorkerOptions {
   std::filesystem::path harness;      // empty: assay_harness.py next to the running binary (tests override)
   // Harness processes kept started ahead of the jobs that will take them
   // (docs/python-kinds.md, "Standby"); 0 = each job starts its own.
-  int standby = 2;
+  int standby = 3;
 };
 
 struct WorkerOptions {
