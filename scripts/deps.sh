@@ -8,6 +8,7 @@ PKGS=(
   libsqlite3-dev libzstd-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev bubblewrap
   postgresql libpq-dev python3 python3-numpy python3-torch
+  libtorch-dev pybind11-dev  # a real load_inline build in the harness tests (C++ only, CPU)
 )
 missing=()
 for p in "${PKGS[@]}"; do
