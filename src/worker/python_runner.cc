@@ -120,7 +120,6 @@ struct Standby {
   StandbyConfig config;
   TempDir dir;
   std::unique_ptr<StartedProcess> process;
-  int64_t started_ms = 0;
 };
 
 Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path& work_dir) {
@@ -159,7 +158,7 @@ Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path
   p.sandbox.extra_writable_dirs = {c.triton_dir};
   auto process = StartProcess(p);
   if (!process.ok()) return process.status();
-  return Standby{c, std::move(dir).value(), std::move(process).value(), MonotonicMs()};
+  return Standby{c, std::move(dir).value(), std::move(process).value()};
 }
 
 // The worker's waiting harnesses, oldest first (the likeliest to be ready).
@@ -181,9 +180,10 @@ Result<Standby> TakeStandby(const StandbyConfig& c, const std::filesystem::path&
   while (!waiting.empty()) {
     Standby s = std::move(waiting.front());
     waiting.pop_front();
-    if (!taken && s.config == c && !s.process->Exited()) {
+    const bool usable = s.config == c && !s.process->Exited();
+    if (usable && !taken) {
       taken = std::move(s);
-    } else if (s.config == c && !s.process->Exited()) {
+    } else if (usable) {
       keep.push_back(std::move(s));
     } else {
       log::Event("worker.python_standby_discarded")
