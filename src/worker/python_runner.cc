@@ -81,6 +81,31 @@ std::optional<PhaseClock> ClockOf(const std::filesystem::path& cupti_file, const
   return PhaseClock{std::move(s).value(), SamplesOf(*section)};
 }
 
+// A harness process in the job directory `dir`: the harness copied into it
+// (every sandbox mode lets the process read it there), `<python> -I -B
+// DIR/assay_harness.py args...`, cwd and HOME/TMPDIR = dir, `env` over the
+// inherited environment, writable: dir and `writable`.
+Result<ProcessOptions> HarnessProcess(const std::filesystem::path& interpreter, const std::filesystem::path& harness,
+                                      const std::filesystem::path& dir, const std::vector<std::string>& args,
+                                      const std::map<std::string, std::string>& env, bool sandbox,
+                                      std::vector<std::filesystem::path> writable) {
+  const auto copy = dir / kHarnessFileName;
+  std::error_code ec;
+  std::filesystem::copy_file(harness, copy, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return Status::Infra("cannot copy the harness " + harness.string() + ": " + ec.message());
+  ProcessOptions p;
+  p.argv = {interpreter.string(), "-I", "-B", copy.string()};
+  p.argv.insert(p.argv.end(), args.begin(), args.end());
+  p.cwd = dir;
+  p.env = InheritedEnv();
+  for (const auto& [k, v] : env) (*p.env)[k] = v;
+  (*p.env)["HOME"] = (*p.env)["TMPDIR"] = dir.string();
+  p.sandbox.enabled = sandbox;
+  p.sandbox.writable_dir = dir;
+  p.sandbox.extra_writable_dirs = std::move(writable);
+  return p;
+}
+
 // What the harness left in its job directory.
 HarnessOutput ReadHarnessOutput(const std::filesystem::path& dir, ProcessResult process) {
   HarnessOutput out;
@@ -127,15 +152,11 @@ Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path
   if (!dir.ok()) return dir.status();
   const auto& d = dir->path();
   std::error_code ec;
-  // Copies inside the job directory: every sandbox mode lets the harness read them.
-  std::filesystem::copy_file(c.harness, d / kHarnessFileName, ec);
-  if (ec) return Status::Infra("cannot copy the harness " + c.harness.string() + ": " + ec.message());
   std::filesystem::create_directories(d / "torch_ext", ec);
   if (ec) return Status::Infra("cannot make " + (d / "torch_ext").string() + ": " + ec.message());
-  ProcessOptions p;
-  p.env = InheritedEnv();
-  auto& env = *p.env;
+  std::map<std::string, std::string> env;
   if (!c.cupti_lib.empty()) {
+    // A copy inside the job directory, as the harness's: every sandbox mode can load it.
     std::filesystem::copy_file(c.cupti_lib, d / "libassay_cupti.so", ec);
     if (ec) return Status::Infra("cannot copy " + c.cupti_lib.string() + ": " + ec.message());
     // The second clock: the injection library records every kernel and the harness's marks.
@@ -149,14 +170,10 @@ Result<Standby> StartStandby(const StandbyConfig& c, const std::filesystem::path
   if (!c.arch_list.empty()) env["TORCH_CUDA_ARCH_LIST"] = c.arch_list;
   if (c.warm_cuda) env["ASSAY_HARNESS_WARM"] = "cuda";
   if (c.l2_bytes > 0) env["ASSAY_HARNESS_L2_BYTES"] = std::to_string(c.l2_bytes);
-  env["HOME"] = env["TMPDIR"] = d.string();
-  p.argv = {c.interpreter.string(), "-I", "-B", (d / kHarnessFileName).string(), "standby"};
-  p.cwd = d;
-  p.stdin_pipe = true;
-  p.sandbox.enabled = c.sandbox;
-  p.sandbox.writable_dir = d;
-  p.sandbox.extra_writable_dirs = {c.triton_dir};
-  auto process = StartProcess(p);
+  auto p = HarnessProcess(c.interpreter, c.harness, d, {"standby"}, env, c.sandbox, {c.triton_dir});
+  if (!p.ok()) return p.status();
+  p->stdin_pipe = true;
+  auto process = StartProcess(*p);
   if (!process.ok()) return process.status();
   return Standby{c, std::move(dir).value(), std::move(process).value()};
 }
@@ -358,30 +375,17 @@ json PythonHelloJson(const PythonWorkerOptions& options, const PythonProbe& prob
 }
 
 Result<HarnessOutput> RunHarness(const HarnessInvocation& inv) {
-  // A copy inside the job directory: every sandbox mode lets the harness read it.
-  const auto harness = inv.dir / kHarnessFileName;
-  std::error_code ec;
-  std::filesystem::copy_file(inv.harness, harness, std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) return Status::Infra("cannot copy the harness " + inv.harness.string() + ": " + ec.message());
-  const auto request = inv.dir / "request.json";
-  const auto result = inv.dir / "result.json";
-
-  ProcessOptions p;
-  p.argv = {inv.interpreter.string(), "-I", "-B", harness.string(), inv.mode,
-            "--request", request.string(), "--result", result.string()};
-  p.cwd = inv.dir;
-  p.env = InheritedEnv();
-  for (const auto& [k, v] : inv.env) (*p.env)[k] = v;
-  (*p.env)["HOME"] = (*p.env)["TMPDIR"] = inv.dir.string();
-  p.timeout_ms = inv.timeout_ms;
-  p.stdout_limit = p.stderr_limit = inv.output_limit;
-  p.cancel = inv.cancel;
-  p.nice = inv.nice;
-  p.sandbox.enabled = inv.sandbox;
-  p.sandbox.writable_dir = inv.dir;
-  p.sandbox.extra_writable_dirs = inv.writable_dirs;
-  p.on_start = inv.on_start;
-  auto r = RunProcess(p);
+  auto p = HarnessProcess(inv.interpreter, inv.harness, inv.dir,
+                          {inv.mode, "--request", (inv.dir / "request.json").string(), "--result",
+                           (inv.dir / "result.json").string()},
+                          inv.env, inv.sandbox, inv.writable_dirs);
+  if (!p.ok()) return p.status();
+  p->timeout_ms = inv.timeout_ms;
+  p->stdout_limit = p->stderr_limit = inv.output_limit;
+  p->cancel = inv.cancel;
+  p->nice = inv.nice;
+  p->on_start = inv.on_start;
+  auto r = RunProcess(*p);
   if (!r.ok()) return r.status();
   return ReadHarnessOutput(inv.dir, std::move(r).value());
 }

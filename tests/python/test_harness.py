@@ -548,6 +548,14 @@ def case_bad_request(d):
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
+def harness_env(d, **extra):
+    """The environment the worker gives a harness in directory d (no CUPTI injection here)."""
+    env = dict(os.environ, HOME=d, TMPDIR=d, TORCH_EXTENSIONS_DIR=os.path.join(d, "torch_ext"))
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(extra)
+    return env
+
+
 def run_case(name):
     d = os.path.join(ROOT, name)
     os.makedirs(d)
@@ -563,9 +571,7 @@ def run_case(name):
     if argv[:1] in (["run"], ["prepare"]) and "--request" not in argv:
         argv = argv[:1] + ["--request", os.path.join(d, "request.json")]
     argv = argv + ["--result", os.path.join(d, "result.json")]
-    env = dict(os.environ, HOME=d, TMPDIR=d, TORCH_EXTENSIONS_DIR=os.path.join(d, "torch_ext"))
-    env.pop("CUDA_INJECTION64_PATH", None)
-    proc = subprocess.run([PY, "-I", "-B", HARNESS] + argv, cwd=d, env=env, capture_output=True, text=True,
+    proc = subprocess.run([PY, "-I", "-B", HARNESS] + argv, cwd=d, env=harness_env(d), capture_output=True, text=True,
                           timeout=300)
     result = None
     try:
@@ -925,13 +931,6 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(p["cuda"], torch.cuda.is_available())
         self.assertIn("triton", p)
         self.assertEqual(p["python"], "%d.%d.%d" % sys.version_info[:3])
-
-
-def harness_env(d, **extra):
-    env = dict(os.environ, HOME=d, TMPDIR=d, TORCH_EXTENSIONS_DIR=os.path.join(d, "torch_ext"))
-    env.pop("CUDA_INJECTION64_PATH", None)
-    env.update(extra)
-    return env
 
 
 def write_case(d, files, req):
